@@ -1,0 +1,3 @@
+from hermes_pipeline.cli import main
+
+main()

@@ -1,0 +1,164 @@
+"""One batch run: input files -> conversations -> engine -> run folder.
+
+Every input record ends up exactly once in the manifest, and either in
+`transcripts/` or in `quarantine.jsonl`. Inputs are only ever read.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from hermes_pipeline.engine.compressor import CompactionOutcome
+from hermes_pipeline.formats import CONVERSATION, TranscriptFormat, detect_format, get_format
+from hermes_pipeline.inputs import InputFile
+from hermes_pipeline.io import AtomicJsonlWriter, JsonlLog, Record, Rejected, dumps, raw_for_quarantine, read_records
+from hermes_pipeline.progress import Progress
+from hermes_pipeline.report import RunTotals, conversation_row, problem_row
+from hermes_pipeline.runners.local import ordered_map
+from hermes_pipeline.summarizers.base import SummarizerFatalError
+from hermes_pipeline.transcript import Conversation
+
+log = logging.getLogger(__name__)
+DETECT_WINDOW = 50   # records read ahead to find one that shows the format
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    input_format: str = "auto"
+    output_format: str = "same"
+    max_record_bytes: int = 64 << 20
+    concurrency: int = 1
+    progress: str = "auto"
+
+
+class BatchRun:
+    def __init__(self, engine, run_dir: Path, options: RunOptions):
+        self.engine = engine
+        self.run_dir = run_dir
+        self.options = options
+        self.totals = RunTotals()
+        (run_dir / "transcripts").mkdir(parents=True, exist_ok=True)
+        self.manifest = JsonlLog(run_dir / "manifest.jsonl")
+        self.quarantine = JsonlLog(run_dir / "quarantine.jsonl")
+
+    def run(self, inputs: list[InputFile]) -> RunTotals:
+        sizes = {f.path: f.path.stat().st_size for f in inputs}
+        with Progress(self.options.progress, sum(sizes.values())) as progress:
+            self.progress = progress
+            try:
+                for input_file in inputs:
+                    self._run_file(input_file)
+                    self.totals.files += 1
+                    self.totals.bytes_in += sizes[input_file.path]
+            except SummarizerFatalError as error:
+                self.totals.stopped = str(error)
+                log.error("run stopped: %s", error)
+            finally:
+                self.manifest.close()
+                self.quarantine.close()
+        return self.totals
+
+    # -- one file ------------------------------------------------------------
+
+    def _run_file(self, input_file: InputFile) -> None:
+        path = str(input_file.path)
+        items = self._counted(read_records(path, self.options.max_record_bytes))
+        fmt, layout, items = self._detect(path, items)
+        if fmt is None:
+            for item in items:
+                reason = "unknown transcript format (no record matched any known format)"
+                self._quarantine(item if isinstance(item, Rejected) else
+                                 Rejected(item.path, item.line_no, reason, dumps(item.value)))
+            return
+        out_fmt, out_layout = self._output_format(fmt, layout)
+        writer = AtomicJsonlWriter(self.run_dir / "transcripts" / input_file.relative)
+        written = 0
+        try:
+            conversations = fmt.read(items, path, layout)
+            for item, outcome in ordered_map(self._compact, conversations, self.options.concurrency):
+                if isinstance(item, Rejected):
+                    self._quarantine(item)
+                elif isinstance(outcome, Exception):
+                    self._failed(item, fmt, layout, outcome)
+                else:
+                    self._row(conversation_row(item, outcome, outcome.seconds))
+                    item.messages = outcome.messages
+                    for value in out_fmt.write(item, out_layout):
+                        writer.write(value)
+                    written += 1
+        except BaseException:
+            writer.abort()
+            raise
+        if written:
+            writer.commit()
+            self.totals.bytes_out += writer.bytes_written
+        else:
+            writer.abort()
+
+    def _counted(self, items: Iterator[Record | Rejected]) -> Iterator[Record | Rejected]:
+        for item in items:
+            if isinstance(item, Record):
+                self.progress.advance(item.raw_size)
+            yield item
+
+    def _detect(self, path: str, items):
+        """The format and layout of a file, from its first parsable records."""
+        if self.options.input_format != "auto":
+            fmt = get_format(self.options.input_format)
+            head = list(itertools.islice(items, DETECT_WINDOW))
+            first = next((i.value for i in head if isinstance(i, Record)), None)
+            layout = (fmt.detect(first) if first is not None else None) or CONVERSATION
+            return fmt, layout, itertools.chain(head, items)
+        head = []
+        for item in items:
+            head.append(item)
+            if isinstance(item, Record):
+                found = detect_format(item.value)
+                if found:
+                    return found[0], found[1], itertools.chain(head, items)
+            if len(head) >= DETECT_WINDOW:
+                break
+        return None, None, itertools.chain(head, items)
+
+    def _output_format(self, fmt: TranscriptFormat, layout: str) -> tuple[TranscriptFormat, str]:
+        if self.options.output_format not in ("same", fmt.name):
+            return get_format(self.options.output_format), CONVERSATION
+        if not fmt.writable:   # read-only logs are written as one Anthropic conversation per line
+            return get_format(getattr(fmt, "write_as", "anthropic")), CONVERSATION
+        return fmt, layout
+
+    # -- one conversation -----------------------------------------------------
+
+    def _compact(self, item: Conversation | Rejected) -> CompactionOutcome | Exception | None:
+        if isinstance(item, Rejected):
+            return None
+        started = time.perf_counter()
+        try:
+            outcome = self.engine.compact(item)
+        except SummarizerFatalError:
+            raise
+        except Exception as error:   # one bad conversation never stops the run
+            log.exception("conversation %s (%s) failed", item.id, item.source)
+            return error
+        outcome.seconds = time.perf_counter() - started
+        return outcome
+
+    def _quarantine(self, item: Rejected) -> None:
+        reason = f"{item.source}: {item.reason}"
+        self.quarantine.write({"source": item.source, "reason": reason, **raw_for_quarantine(item.raw)})
+        self._row(problem_row(item.source, "quarantined", reason))
+
+    def _failed(self, conversation: Conversation, fmt, layout, error: Exception) -> None:
+        reason = f"{conversation.source}: compaction failed: {type(error).__name__}: {error}"
+        raw = b"\n".join(dumps(v) for v in fmt.write(conversation, layout))
+        self.quarantine.write({"source": conversation.source, "reason": reason, **raw_for_quarantine(raw)})
+        self._row(problem_row(conversation.source, "failed", reason, conversation.id, len(conversation.messages)))
+
+    def _row(self, row: dict) -> None:
+        self.manifest.write(row)
+        self.totals.add(row)
+        self.progress.note(row["status"])

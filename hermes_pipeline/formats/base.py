@@ -1,0 +1,54 @@
+"""The reader/writer seam: one `TranscriptFormat` per on-disk transcript shape.
+
+A format turns a file's parsed records into `Conversation`s (OpenAI chat
+messages inside) and a `Conversation` back into records. Parse errors never
+reach a format: `io.read_records` turns them into `Rejected` items first, and
+a format passes them on untouched.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from hermes_pipeline.io import Record, Rejected
+from hermes_pipeline.transcript import Conversation
+
+CONVERSATION = "conversation"   # one conversation per line
+MESSAGE = "message"             # one message (or event) per line; the file is one conversation
+
+
+class TranscriptFormat(ABC):
+    name: str = ""
+    writable: bool = True
+
+    @abstractmethod
+    def detect(self, value: Any) -> str | None:
+        """The layout if a file's first record looks like this format, else None."""
+
+    @abstractmethod
+    def read(self, items: Iterable[Record | Rejected], path: str, layout: str) -> Iterator[Conversation | Rejected]:
+        """Conversations (and rejected records, passed through) from one file."""
+
+    @abstractmethod
+    def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:
+        """The JSON values to write, one per output line."""
+
+
+def file_conversation_id(path: str) -> str:
+    """A one-conversation-per-file transcript is named after its file."""
+    return Path(path).stem
+
+
+def bad_content_reason(message: Any, index: int) -> str | None:
+    """Why a message can't be used as an OpenAI chat message, or None."""
+    if not isinstance(message, dict):
+        return f"message {index} is a {type(message).__name__}, not an object"
+    if not isinstance(message.get("role"), str):
+        return f"message {index} has no string 'role'"
+    content = message.get("content")
+    if content is not None and not isinstance(content, (str, list)):
+        return f"message {index} content is a {type(content).__name__} (expected string, list or null)"
+    if "tool_calls" in message and message["tool_calls"] is not None and not isinstance(message["tool_calls"], list):
+        return f"message {index} tool_calls is not a list"
+    return None

@@ -1,0 +1,46 @@
+"""Which files a run reads, and the name each one's output gets."""
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass
+from pathlib import Path
+
+from hermes_pipeline.config import ConfigError
+
+_WILDCARDS = set("*?[")
+
+
+@dataclass(frozen=True)
+class InputFile:
+    path: Path
+    relative: Path      # mirrored under transcripts/
+
+
+def _static_prefix(pattern: str) -> Path:
+    parts = []
+    for part in Path(pattern).parts:
+        if _WILDCARDS & set(part):
+            break
+        parts.append(part)
+    return Path(*parts) if parts else Path(".")
+
+
+def resolve_inputs(spec: str, exclude: Path | None = None) -> list[InputFile]:
+    """A file, every *.jsonl under a directory, or a glob; sorted, so runs are reproducible."""
+    path = Path(spec).expanduser()
+    if path.is_file():
+        found = [InputFile(path, Path(path.name))]
+    elif path.is_dir():
+        found = [InputFile(p, p.relative_to(path)) for p in sorted(path.rglob("*.jsonl")) if p.is_file()]
+    elif _WILDCARDS & set(spec):
+        root = _static_prefix(spec)
+        found = [InputFile(Path(p), Path(p).relative_to(root) if Path(p).is_relative_to(root) else Path(Path(p).name))
+                 for p in sorted(glob.glob(spec, recursive=True)) if Path(p).is_file()]
+    else:
+        raise ConfigError(f"input={spec!r}: no such file or directory")
+    if exclude is not None:   # never read our own output back in
+        exclude = exclude.resolve()
+        found = [f for f in found if not f.path.resolve().is_relative_to(exclude)]
+    if not found:
+        raise ConfigError(f"input={spec!r} matched no .jsonl files")
+    return found

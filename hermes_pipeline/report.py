@@ -1,0 +1,113 @@
+"""Manifest rows and run totals (summary.json), counted where the work happens."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_pipeline.engine.compressor import CompactionOutcome
+from hermes_pipeline.transcript import Conversation
+
+USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def conversation_row(conversation: Conversation, outcome: CompactionOutcome, seconds: float) -> dict:
+    summary = outcome.summary
+    return {
+        "id": conversation.id,
+        "source": conversation.source,
+        "format": conversation.format,
+        "status": "compacted" if outcome.compacted else "unchanged",
+        "trigger": outcome.trigger,
+        "messages_before": len(conversation.messages),
+        "messages_after": len(outcome.messages),
+        "tokens_before": outcome.tokens_before,
+        "tokens_after": outcome.tokens_after,
+        "tokens_recorded": conversation.recorded_prompt_tokens,
+        "summary_tokens": outcome.summary_tokens,
+        "summarizer": summary.summarizer if summary else None,
+        "fallback": summary.fallback if summary else None,
+        "calls": summary.calls if summary else 0,
+        "retries": summary.retries if summary else 0,
+        "cached": summary.cached if summary else False,
+        "usage": dict(summary.usage) if summary else {},
+        "noop_reason": outcome.noop_reason,
+        "stats": outcome.stats,
+        "repairs": conversation.notes,
+        "error": None,
+        "seconds": round(seconds, 4),
+    }
+
+
+def problem_row(source: str, status: str, reason: str, conversation_id: str | None = None,
+                messages: int | None = None) -> dict:
+    return {
+        "id": conversation_id, "source": source, "format": None, "status": status, "trigger": "none",
+        "messages_before": messages, "messages_after": None, "tokens_before": None, "tokens_after": None,
+        "tokens_recorded": None, "summary_tokens": 0, "summarizer": None, "fallback": None,
+        "calls": 0, "retries": 0, "cached": False, "usage": {}, "noop_reason": None, "stats": {},
+        "repairs": [], "error": reason, "seconds": 0.0,
+    }
+
+
+@dataclass
+class RunTotals:
+    statuses: Counter = field(default_factory=Counter)
+    triggers: Counter = field(default_factory=Counter)
+    fallbacks: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summary_tokens: int = 0
+    calls: int = 0
+    retries: int = 0
+    usage: Counter = field(default_factory=Counter)
+    files: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    stopped: str | None = None
+
+    def add(self, row: dict) -> None:
+        self.statuses[row["status"]] += 1
+        self.triggers[row["trigger"]] += 1
+        self.fallbacks += 1 if row["fallback"] else 0
+        self.tokens_before += row["tokens_before"] or 0
+        self.tokens_after += row["tokens_after"] or 0
+        self.summary_tokens += row["summary_tokens"] or 0
+        self.calls += row["calls"]
+        self.retries += row["retries"]
+        self.usage.update({k: v for k, v in row["usage"].items() if isinstance(v, int)})
+
+    def summary(self, wall_seconds: float, prices: dict, caching_line: str) -> dict[str, Any]:
+        per_million = lambda tokens, price: round(tokens * float(price) / 1e6, 6)
+        usage = {k: self.usage.get(k, 0) for k in USAGE_KEYS}
+        conversations = sum(self.statuses.values())
+        return {
+            "conversations": conversations,
+            "statuses": {s: self.statuses.get(s, 0) for s in ("compacted", "unchanged", "quarantined", "failed")},
+            "triggers": dict(self.triggers),
+            "fallbacks": self.fallbacks,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "token_ratio": round(self.tokens_after / self.tokens_before, 4) if self.tokens_before else None,
+            "summary_tokens": self.summary_tokens,
+            "summarizer_calls": self.calls,
+            "summarizer_retries": self.retries,
+            "summarizer_usage": usage,
+            "estimated_cost_usd": {
+                # what the summary calls cost, and what sending each transcript once more would cost
+                "summarizer": round(per_million(usage["input_tokens"], prices.get("input", 0))
+                                    + per_million(usage["output_tokens"], prices.get("output", 0))
+                                    + per_million(usage["cache_read_tokens"], prices.get("cache_read", 0))
+                                    + per_million(usage["cache_write_tokens"], prices.get("cache_write_5m", 0)), 6),
+                "next_request_input_before": per_million(self.tokens_before, prices.get("input", 0)),
+                "next_request_input_after": per_million(self.tokens_after, prices.get("input", 0)),
+            },
+            "prompt_caching": caching_line,
+            "files": self.files,
+            "bytes_in": self.bytes_in,
+            "bytes_out": self.bytes_out,
+            "wall_seconds": round(wall_seconds, 3),
+            "mb_per_second": round(self.bytes_in / 1e6 / wall_seconds, 3) if wall_seconds > 0 else None,
+            "conversations_per_second": round(conversations / wall_seconds, 2) if wall_seconds > 0 else None,
+            "stopped": self.stopped,
+        }

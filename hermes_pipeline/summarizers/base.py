@@ -1,0 +1,58 @@
+"""The summarizer seam: turn the middle of a conversation into a structured summary."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+# The structured template of SPEC §4, in order. Subsections belong to Progress.
+SECTIONS = (
+    "## Goal",
+    "## Constraints & Preferences",
+    "## Progress",
+    "### Done",
+    "### In Progress",
+    "### Blocked",
+    "## Key Decisions",
+    "## Relevant Files",
+    "## Next Steps",
+    "## Critical Context",
+)
+
+
+@dataclass
+class SummaryRequest:
+    conversation_id: str
+    middle: list[dict]               # the turns to summarize, as they were before pruning
+    budget_tokens: int               # target size of the summary
+    context_length: int
+    previous_summary: str | None = None   # an earlier compaction summary to update
+    head: list[dict] = field(default_factory=list)   # verbatim head, for the goal and language
+
+
+@dataclass
+class SummaryResult:
+    text: str                        # the sections, without the compaction wrapper
+    summarizer: str                  # who wrote it
+    fallback: str | None = None      # why the configured summarizer was not used, if it wasn't
+    usage: dict[str, int] = field(default_factory=dict)   # tokens reported by a model
+    calls: int = 0                   # requests sent to a model
+    retries: int = 0
+    cached: bool = False             # answered from the request cache
+
+
+class Summarizer(ABC):
+    name: str = ""
+
+    def check(self) -> None:
+        """Fail fast at start-up (missing key, bad endpoint) before any work."""
+
+    @abstractmethod
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        """A summary with every section of SECTIONS; never empty."""
+
+    def close(self) -> None:
+        """Release clients and caches at the end of a run."""
+
+
+class SummarizerFatalError(RuntimeError):
+    """An error that must stop the run (bad key, no quota) instead of falling back per conversation."""

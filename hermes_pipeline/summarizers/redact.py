@@ -1,0 +1,40 @@
+"""Clean text at the summary boundary: secrets out, reasoning blocks out."""
+from __future__ import annotations
+
+import re
+
+REDACTED = "[REDACTED]"
+
+_SECRET_PATTERNS = [
+    # PEM private keys, whole block
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S),
+    # provider keys: Anthropic, OpenAI, GitHub, Slack, AWS, Google, generic sk-
+    re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
+    re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9_\-]{20,}"),
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
+    re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"),
+    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
+    # JSON web tokens
+    re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+]
+# "Bearer <token>", "password=...", "api_key: ..." keep the label, hide the value
+_LABELLED = re.compile(
+    r"(?i)(\bbearer\s+|\b(?:api[_-]?key|secret|token|password|passwd|pwd|access[_-]?key)"
+    r"[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{6,})"
+)
+_URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:)([^\s@/]+)(@)", re.I)
+_THINK = re.compile(r"<think(?:ing)?>.*?(?:</think(?:ing)?>|$)", re.S | re.I)
+
+
+def redact_secrets(text: str) -> str:
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub(REDACTED, text)
+    text = _URL_CREDENTIALS.sub(lambda m: m.group(1) + REDACTED + m.group(3), text)
+    return _LABELLED.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def strip_think(text: str) -> str:
+    """Drop <think>…</think> blocks so they don't compound across updates."""
+    return _THINK.sub("", text)

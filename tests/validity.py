@@ -1,0 +1,76 @@
+"""Checks every compacted transcript must pass; shared by the tests."""
+from __future__ import annotations
+
+from hermes_pipeline.stages.cache_mark import strip_cache_control
+from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT
+from hermes_pipeline.transcript import COMPACTION_NOTE, is_summary_message, pairing_problems, text_of, visible_role
+
+
+def normalize(message: dict) -> dict:
+    """A message without cache markers; a single text block back to its string."""
+    message = strip_cache_control([message])[0]
+    content = message.get("content")
+    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict) \
+            and set(content[0]) == {"type", "text"} and content[0]["type"] == "text":
+        message = {**message, "content": content[0]["text"]}
+    return message
+
+
+def without_note(message: dict) -> dict:
+    message = normalize(message)
+    content = message.get("content")
+    if isinstance(content, str):
+        message["content"] = content.replace("\n\n" + COMPACTION_NOTE, "").replace(COMPACTION_NOTE, "")
+    elif isinstance(content, list):
+        message["content"] = [p for p in content if not (isinstance(p, dict) and p.get("text") == COMPACTION_NOTE)]
+        message = normalize(message)
+    return message
+
+
+def _tail_matches(tail: list[dict], original: list[dict]) -> bool:
+    """Verbatim, except older tool outputs of an oversized tail may be demoted (REFERENCE §6)."""
+    if len(tail) != len(original):
+        return False
+    for i, (kept, source) in enumerate(zip(tail, original)):
+        kept, source = normalize(kept), normalize(source)
+        if kept == source:
+            continue
+        demoted = (i < len(tail) - 3 and kept.get("role") == "tool"
+                   and kept.get("content") == PRUNED_TOOL_OUTPUT and {**kept, "content": None} == {**source, "content": None})
+        if not demoted:
+            return False
+    return True
+
+
+def problems(before: list[dict], after: list[dict]) -> list[str]:
+    """Everything wrong with `after` as a compaction of `before` (empty when valid).
+
+    Role clashes inside the verbatim head or tail were in the input and are not
+    ours to fix; a clash next to the summary is.
+    """
+    found = [f"pairing: {p}" for p in pairing_problems(after)]
+    summaries = [i for i, m in enumerate(after) if is_summary_message(m)]
+    if not summaries:
+        if [normalize(m) for m in after] != [normalize(m) for m in before]:
+            found.append("no summary, yet the messages changed")
+        return found
+    s = summaries[-1]
+    if [without_note(m) for m in after[:s]] != [without_note(m) for m in before[:s]]:
+        found.append("head is not the input's first messages")
+    tail = after[s + 1:]
+    if not tail:
+        found.append("empty tail")
+    elif not _tail_matches(tail, before[len(before) - len(tail):]):
+        found.append("tail is not the input's last messages")
+    visible = [i for i, m in enumerate(after) if visible_role(m) in ("user", "assistant")]
+    for a, b in zip(visible, visible[1:]):
+        if after[a]["role"] == after[b]["role"] and (a <= s <= b):
+            found.append(f"role rule: messages {a}/{b} share the role {after[a]['role']} next to the summary")
+    if not any(m.get("role") == "user" for m in after):
+        found.append("no user message left")
+    return found
+
+
+def contains(messages: list[dict], needle: str) -> bool:
+    return any(needle in text_of(m.get("content")) or needle in str(m.get("tool_calls") or "")
+               for m in messages)
