@@ -35,6 +35,8 @@ def find_tail_start(messages: list[dict], counts: list[int], tail_budget: int,
         start -= 1
         spent += counts[start]
     start = max(min(start, n - protect_last_n), head_end)
+    if start >= n:
+        return n
     start = align_to_group_start(messages, start)
     visible = [(i, visible_role(m)) for i, m in enumerate(messages) if i >= head_end]
     last_user = max((i for i, r in visible if r == "user"), default=None)

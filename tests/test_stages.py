@@ -1,0 +1,160 @@
+import json
+
+from builders import assistant, calls, engine_for, long_log, result, system, user
+from hermes_pipeline.budget import compute_budgets
+from hermes_pipeline.stages.assemble import STUB_RESULT, sanitize_tool_pairs
+from hermes_pipeline.stages.base import CompactionState, Settings
+from hermes_pipeline.stages.boundary import choose_summary_role, find_head_end, find_tail_start
+from hermes_pipeline.stages.cache_mark import apply_anthropic_cache_control, caching_policy, strip_cache_control
+from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT, PruneStage, shorten_arguments
+from hermes_pipeline.transcript import Conversation, is_summary_message, pairing_problems
+from validity import problems
+
+
+def conversation(messages, cid="c1"):
+    return Conversation(id=cid, messages=messages, source="test:1")
+
+
+def test_head_keeps_results_of_calls_made_in_the_head():
+    messages = [system(), user("go"), calls(("a", "bash", {"command": "ls"})), result("a", "x"), assistant("done")]
+    assert find_head_end(messages, 3) == 4
+
+
+def test_tail_never_starts_on_a_tool_row():
+    messages = [system(), user("go"), assistant("ok"), user("more"),
+                calls(("a", "bash", {}), ("b", "bash", {})), result("a", "1"), result("b", "2"), assistant("fine")]
+    counts = [10] * len(messages)
+    start = find_tail_start(messages, counts, tail_budget=25, protect_last_n=1, head_end=3)
+    assert messages[start]["role"] != "tool"
+    assert start <= 4
+
+
+def test_tail_keeps_the_latest_user_message_and_the_reply_after_it():
+    messages = [system(), user("first"), assistant("hi"), user("the real ask: port 8431"),
+                assistant("working"), calls(("a", "bash", {})), result("a", "x" * 50), assistant("done")]
+    counts = [1, 1, 1, 1, 1, 100, 100, 1]
+    start = find_tail_start(messages, counts, tail_budget=5, protect_last_n=1, head_end=3)
+    assert start == 3
+
+
+def test_summary_role_alternates_with_its_neighbours():
+    after_assistant = [system(), user("a"), assistant("b"), user("c"), assistant("d"), user("e")]
+    assert choose_summary_role(after_assistant, 3, 4) == "user"     # after assistant, before assistant
+    assert choose_summary_role(after_assistant, 3, 5) is None        # assistant | ... | user: neither fits
+    only_system = [system(), user("a"), assistant("b"), user("c")]
+    assert choose_summary_role(only_system, 1, 3) is None            # must be user (#52160), but user follows
+    assert choose_summary_role(only_system, 1, 2) == "user"
+
+
+def test_sanitize_drops_orphan_results_and_stubs_missing_ones():
+    messages = [user("go"), result("zz", "orphan"), calls(("a", "bash", {}), ("b", "bash", {})), result("a", "1")]
+    stats = {}
+    fixed = sanitize_tool_pairs(messages, lambda k: stats.__setitem__(k, stats.get(k, 0) + 1))
+    assert pairing_problems(fixed) == []
+    assert fixed[-1] == {"role": "tool", "tool_call_id": "b", "content": STUB_RESULT}
+    assert stats == {"orphan_results_dropped": 1, "stub_results_added": 1}
+
+
+def test_sanitize_pairs_by_position_when_ids_repeat():
+    messages = [user("go"), calls(("same", "f", {})), result("same", "1"), assistant("x"), user("y"),
+                calls(("same", "f", {})), result("same", "2"), assistant("z")]
+    assert sanitize_tool_pairs(messages, lambda k: None) == messages
+
+
+def test_truncated_arguments_stay_valid_json():
+    arguments = json.dumps({"path": "a.py", "content": "x" * 5000, "nested": {"deep": ["y" * 4000, 3]}})
+    short = shorten_arguments(arguments, 1500)
+    parsed = json.loads(short)
+    assert parsed["path"] == "a.py" and len(parsed["content"]) < 1300 and parsed["nested"]["deep"][1] == 3
+    assert shorten_arguments('{"a": 1}', 1500) == '{"a": 1}'
+
+
+def _state(messages, tail_budget_context=4000, protect_last_n=4):
+    from hermes_pipeline.tokens import TokenCounter
+    counts = TokenCounter().count_messages(messages)
+    return CompactionState("c", messages, counts, compute_budgets(tail_budget_context, 0.5, 0.2, 0.85),
+                           Settings(protect_last_n=protect_last_n))
+
+
+def test_prune_clears_long_middle_outputs_but_never_head_or_tail():
+    messages = [system(), user("go"), assistant("ok")]
+    for i in range(8):
+        messages += [calls((f"c{i}", "bash", {"command": f"run {i}"})), result(f"c{i}", "log line\n" * 60), assistant(f"step {i}")]
+    messages += [user("thanks"), assistant("bye")]
+    state = _state(messages)
+    PruneStage().run(state, None)
+    middle = state.messages[state.head_end:state.tail_start]
+    assert any(m.get("content") == PRUNED_TOOL_OUTPUT for m in middle)
+    assert state.messages[:state.head_end] == messages[:state.head_end]
+    assert state.original == messages   # the originals are never edited
+
+
+def test_oversized_tail_demotes_old_outputs_and_keeps_last_three():
+    messages = [system(), user("go"), assistant("ok"), user("now")]
+    for i in range(6):
+        messages += [calls((f"c{i}", "bash", {})), result(f"c{i}", "data " * 400)]
+    messages += [assistant("done")]
+    state = _state(messages, tail_budget_context=4000, protect_last_n=14)
+    PruneStage().run(state, None)
+    tail = state.messages[state.tail_start:]
+    assert any(m.get("content") == PRUNED_TOOL_OUTPUT for m in tail)
+    assert state.messages[-3:] == messages[-3:]
+
+
+def test_cache_marks_system_and_last_three_and_is_idempotent():
+    policy = caching_policy("claude-sonnet-4-5", "anthropic", "auto", "5m")
+    messages = [system(), user("a"), assistant("b"), calls(("x", "f", {})), result("x", "r"), user("c")]
+    marked = apply_anthropic_cache_control(messages, policy)
+    assert messages[0] == system()   # the caller's list is untouched
+    markers = [i for i, m in enumerate(marked) if "cache_control" in json.dumps(m)]
+    assert markers == [0, 3, 4, 5]
+    assert marked[0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert marked[4]["cache_control"] == {"type": "ephemeral"}            # a tool row, native Anthropic
+    assert marked[3]["cache_control"] == {"type": "ephemeral"}            # empty content: on the message
+    assert apply_anthropic_cache_control(marked, policy) == marked        # applying twice changes nothing
+    assert sum(json.dumps(m).count("cache_control") for m in marked) <= 4
+    stripped = strip_cache_control(marked)
+    assert all("cache_control" not in json.dumps(m) for m in stripped)
+
+
+def test_one_hour_ttl_marker_and_openrouter_skips_tool_rows():
+    policy = caching_policy("anthropic/claude-sonnet-4.5", "openrouter", "auto", "1h")
+    assert policy.enabled and policy.status_line() == "Prompt caching: ENABLED (Claude via OpenRouter, 1h TTL)"
+    marked = apply_anthropic_cache_control([system(), user("a"), calls(("x", "f", {})), result("x", "r")], policy)
+    assert marked[0]["content"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    assert "cache_control" not in marked[3]
+
+
+def test_short_conversation_is_a_no_op_even_when_huge():
+    engine = engine_for(context_length=4000, protect_last_n=20)
+    messages = [system(), user("x " * 3000), assistant("y " * 3000)]
+    outcome = engine.compact(conversation(messages))
+    assert outcome.trigger != "none" and not outcome.compacted
+    assert outcome.messages == messages and outcome.noop_reason
+
+
+def test_mask_only_pipeline_keeps_the_pruned_middle_without_a_summary():
+    engine = engine_for(pipeline="mask_only", context_length=4000, protect_last_n=2)
+    messages = [system(), user("go"), assistant("ok")]
+    for i in range(6):
+        messages += [calls((f"c{i}", "bash", {"command": "pytest"})), result(f"c{i}", long_log("E   boom", 80)),
+                     assistant(f"step {i}")]
+    messages += [user("thanks"), assistant("bye")]
+    outcome = engine.compact(conversation(messages))
+    assert outcome.compacted and outcome.summary is None
+    assert not any(is_summary_message(m) for m in outcome.messages)
+    assert len(outcome.messages) == len(messages)
+    assert outcome.tokens_after < outcome.tokens_before / 2
+    assert pairing_problems(outcome.messages) == []
+
+
+def test_compacted_output_is_valid_and_marked():
+    engine = engine_for()
+    messages = [system(), user("build the parser"), assistant("ok")]
+    for i in range(10):
+        messages += [user(f"also handle case {i}"), calls((f"c{i}", "read_file", {"path": f"src/p{i}.py"})),
+                     result(f"c{i}", "code\n" * 200), assistant(f"handled {i}")]
+    outcome = engine.compact(conversation(messages))
+    assert outcome.compacted and outcome.trigger in ("agent", "hygiene")
+    assert problems(messages, outcome.messages) == []
+    assert "cache_control" in json.dumps(outcome.messages[-1])
