@@ -24,16 +24,34 @@ MAX_LINE_CHARS = 400
 
 _CONSTRAINT = re.compile(
     r"\b(must|should|shall|never|always|don'?t|do not|avoid|prefer|please|make sure|ensure|need|require|"
-    r"only|without|keep|use|no more than|at least|at most|limit|instead|want|would like|rather)\b|\d", re.I)
+    r"only|without|keep|use|no more than|at least|at most|limit|instead|want|would like|rather|called|named)\b",
+    re.I)
+_VALUE = re.compile(r"\d|`[^`]+`|\"[^\"]+\"|'[^']+'|\w+[_./@-]\w+")
+PASTED_TEXT_CHARS = 2000   # longer user messages are mostly pasted logs or files
 _DECISION = re.compile(
     r"\b(I'll use|I will use|we'll use|we will use|let's use|decided|decision|instead of|rather than|"
     r"switch(?:ed|ing)? to|going with|go with|chose|choose|opt(?:ed)? for|the fix is|root cause|"
-    r"approach|plan is|trade-?off)\b", re.I)
+    r"approach|plan is|trade-?off|I'm going to|I am going to|we're going to|set (?:the )?[\w -]{1,40}? to \d)",
+    re.I)
 _INTENT = re.compile(r"\b(next|now I'll|I'll|I will|let me|going to|then I|todo|remaining)\b", re.I)
+# Error lines worth keeping verbatim: pytest "E" lines, "SomethingError: ...", compiler
+# "error:"/"error[E..]:", log levels, FAILED/FAIL summaries, well-known shell failures.
 _ERROR = re.compile(
-    r"(Traceback \(most recent call last\)|\b\w*(Error|Exception)\b|\bFAILED\b|\bFAIL:|\bfatal:|\berror(\[\w+\])?:|"
-    r"\bpanic:|Segmentation fault|command not found|No such file or directory|Permission denied|"
-    r"^E\s{2,}\S|\bexit (code|status) [1-9])", re.I)
+    r"^\s*E\s{2,}\S|\b[\w.]*(?:Error|Exception|Fault)\b:|\berror(?:\[\w+\])?:|\b(?:FATAL|ERROR|CRITICAL)\b|"
+    r"^\s*(?:fatal|panic)\b:|^\s*(?:FAILED|FAIL)\b|npm ERR!|Segmentation fault|command not found|"
+    r"No such file or directory|Permission denied|\bexit (?:code|status) [1-9]")
+# File contents and grep hits are code, where "raise ValueError(...)" is not an error that happened.
+_GREP_PREFIX = re.compile(r"^[\w./-]+:\d+[:-]\s?")
+_CODE = re.compile(
+    r"^\s*(?:\d+\s*(?:[:|→\t-]|\s)\s*)?(?:raise|except|throw|catch|class|def|if|elif|else|return|try|finally|"
+    r"import|from|assert|logger\.|logging\.|log\.|console\.|print\(|println|fmt\.|panic\(|#|//|/\*|\*|@|"
+    r"const|let|var|fn|pub|impl|func|function|case|when|with|yield|await|async|new|self\.|this\.)(?:\b|\W)")
+
+
+def _looks_like_code(line: str) -> bool:
+    return bool(_CODE.match(_GREP_PREFIX.sub("", line, count=1)))
+
+
 _PATH = re.compile(r"(?<![\w/.:-])((?:\.{0,2}/)?(?:[\w.@-]+/)+[\w.@-]+\.\w{1,8}|[\w-]+\.(?:py|rs|ts|tsx|js|jsx|go|java|"
                    r"c|h|cpp|hpp|md|toml|yaml|yml|json|sh|txt|cfg|ini|sql|html|css|lock))\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(])")
@@ -81,8 +99,9 @@ def _arguments(call: dict) -> dict:
 def _error_lines(text: str, limit: int = 12) -> list[str]:
     found = []
     for line in text.splitlines():
-        if _ERROR.search(line):
-            clipped = _clip(line.strip(), 300)
+        if _ERROR.search(line) and not _looks_like_code(line):
+            line = line.strip()   # inner spacing kept: an error message is quoted verbatim
+            clipped = line if len(line) <= 300 else line[:299] + "…"
             if clipped and clipped not in found:
                 found.append(clipped)
                 if len(found) >= limit:
@@ -152,12 +171,17 @@ class ExtractiveSummarizer(Summarizer):
         if len(text) <= 300:
             c.add("## Constraints & Preferences", "- User: " + " ".join(text.split()), USER_WORDS, order)
             return
+        pasted = len(text) > PASTED_TEXT_CHARS
         for sentence in _sentences(text):
-            if _CONSTRAINT.search(sentence):
+            if _CONSTRAINT.search(sentence) or (not pasted and _VALUE.search(sentence)):
                 c.add("## Constraints & Preferences", "- User: " + sentence, USER_WORDS, order)
+            elif not pasted or _ERROR.search(sentence):
+                c.add("## Constraints & Preferences", "- User: " + _clip(sentence, 300), USEFUL, order)
 
     def _assistant_message(self, message: dict, results: list[tuple[dict, dict]], c: _Collector, order: int) -> None:
         text = strip_think(message_text(message))
+        for path in _PATH.findall(text):
+            c.file(path, "mentioned", order)
         for sentence in _sentences(text):
             if _DECISION.search(sentence):
                 c.add("## Key Decisions", "- " + _clip(sentence, 300), KEY, order)
