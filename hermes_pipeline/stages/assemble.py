@@ -7,7 +7,6 @@ from hermes_pipeline.transcript import (
 )
 
 STUB_RESULT = "[Tool result unavailable: it was removed when the conversation was compacted]"
-EMPTY_ASSISTANT = "[Earlier assistant turn removed during compaction]"
 
 
 def summary_message(text: str, summary_role: str, compacted_messages: int) -> dict:
@@ -35,6 +34,8 @@ def add_compaction_note(message: dict) -> dict:
 def sanitize_tool_pairs(messages: list[dict], count) -> list[dict]:
     """Drop results whose call is gone; give calls whose result is gone a stub.
 
+    Calls are never removed, so no assistant message is left empty by this.
+
     Results pair with the calls of the assistant message just before their run
     of tool rows, by position: ids are not unique in real data (REFERENCE §4).
     """
@@ -61,9 +62,6 @@ def sanitize_tool_pairs(messages: list[dict], count) -> list[dict]:
         for call_id in wanted:
             out.append({"role": "tool", "tool_call_id": call_id, "content": STUB_RESULT})
             count("stub_results_added")
-    for j, message in enumerate(out):
-        if role(message) == "assistant" and not tool_calls(message) and message.get("content") in (None, "", []):
-            out[j] = {**message, "content": EMPTY_ASSISTANT}
     return out
 
 
