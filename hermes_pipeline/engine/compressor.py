@@ -69,10 +69,16 @@ class ContextCompressor(ContextEngine):
         if state.noop_reason:
             return CompactionOutcome(messages, trigger, False, before, before,
                                      noop_reason=state.noop_reason, stats=state.stats)
-        after = sum(self.context.counter.count_messages(state.output))
+        after = self._count_output(messages, counts, state.output)
         summary_tokens = self.context.counter.count_text(state.summary.text) if state.summary else 0
         return CompactionOutcome(state.output, trigger, True, before, after, state.summary,
                                  summary_tokens, None, state.stats)
+
+    def _count_output(self, messages: list[dict], counts: list[int], output: list[dict]) -> int:
+        """Tokens of the output; messages passed through untouched keep their known count."""
+        known = {id(m): c for m, c in zip(messages, counts)}
+        count = self.context.counter.count_message
+        return sum(known[id(m)] if id(m) in known else count(m) for m in output)
 
     def _run_chain(self, conversation_id: str, messages: list[dict], counts: list[int]) -> CompactionState:
         state = CompactionState(conversation_id, messages, counts, self.budgets, self.settings)

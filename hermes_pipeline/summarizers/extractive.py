@@ -36,10 +36,19 @@ _DECISION = re.compile(
 _INTENT = re.compile(r"\b(next|now I'll|I'll|I will|let me|going to|then I|todo|remaining)\b", re.I)
 # Error lines worth keeping verbatim: pytest "E" lines, "SomethingError: ...", compiler
 # "error:"/"error[E..]:", log levels, FAILED/FAIL summaries, well-known shell failures.
-_ERROR = re.compile(
-    r"^\s*E\s{2,}\S|\b[\w.]*(?:Error|Exception|Fault)\b:|\berror(?:\[\w+\])?:|\b(?:FATAL|ERROR|CRITICAL)\b|"
-    r"^\s*(?:fatal|panic)\b:|^\s*(?:FAILED|FAIL)\b|npm ERR!|Segmentation fault|command not found|"
-    r"No such file or directory|Permission denied|\bexit (?:code|status) [1-9]")
+# Separate simple patterns scan much faster than one alternation with Python's re.
+_ERROR_PATTERNS = [re.compile(p) for p in (
+    r"(?m)^[ \t]*E[ \t]{2,}\S", r"(?:Error|Exception|Fault):", r"error(?:\[\w+\])?:", r"(?:FATAL|ERROR|CRITICAL)\b",
+    r"(?m)^[ \t]*(?:fatal|panic)\b:", r"(?m)^[ \t]*(?:FAILED|FAIL)\b",
+    r"npm ERR!|Segmentation fault|command not found|No such file or directory|Permission denied",
+    r"exit (?:code|status) [1-9]",
+)]
+
+
+def _has_error(text: str) -> bool:
+    return any(p.search(text) for p in _ERROR_PATTERNS)
+
+
 # File contents and grep hits are code, where "raise ValueError(...)" is not an error that happened.
 _GREP_PREFIX = re.compile(r"^[\w./-]+:\d+[:-]\s?")
 _CODE = re.compile(
@@ -97,15 +106,25 @@ def _arguments(call: dict) -> dict:
 
 
 def _error_lines(text: str, limit: int = 12) -> list[str]:
-    found = []
-    for line in text.splitlines():
-        if _ERROR.search(line) and not _looks_like_code(line):
-            line = line.strip()   # inner spacing kept: an error message is quoted verbatim
-            clipped = line if len(line) <= 300 else line[:299] + "…"
-            if clipped and clipped not in found:
-                found.append(clipped)
-                if len(found) >= limit:
-                    break
+    """Error lines of a tool output, verbatim, in order; one regex scan over the whole text."""
+    found: list[str] = []
+    position = 0
+    hits = sorted(m.start() for p in _ERROR_PATTERNS for m in p.finditer(text))
+    for hit in hits:
+        if hit < position:
+            continue   # another hit on a line already taken
+        start = text.rfind("\n", 0, hit) + 1
+        end = text.find("\n", hit)
+        end = len(text) if end < 0 else end
+        position = end
+        line = text[start:end].strip()   # inner spacing kept: an error message is quoted verbatim
+        if not line or _looks_like_code(line):
+            continue
+        clipped = line if len(line) <= 300 else line[:299] + "…"
+        if clipped not in found:
+            found.append(clipped)
+            if len(found) >= limit:
+                break
     return found
 
 
@@ -175,7 +194,7 @@ class ExtractiveSummarizer(Summarizer):
         for sentence in _sentences(text):
             if _CONSTRAINT.search(sentence) or (not pasted and _VALUE.search(sentence)):
                 c.add("## Constraints & Preferences", "- User: " + sentence, USER_WORDS, order)
-            elif not pasted or _ERROR.search(sentence):
+            elif not pasted or _has_error(sentence):
                 c.add("## Constraints & Preferences", "- User: " + _clip(sentence, 300), USEFUL, order)
 
     def _assistant_message(self, message: dict, results: list[tuple[dict, dict]], c: _Collector, order: int) -> None:
