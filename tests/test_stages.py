@@ -33,7 +33,7 @@ def test_tail_keeps_the_latest_user_message_and_the_reply_after_it():
     messages = [system(), user("first"), assistant("hi"), user("the real ask: port 8431"),
                 assistant("working"), calls(("a", "bash", {})), result("a", "x" * 50), assistant("done")]
     counts = [1, 1, 1, 1, 1, 100, 100, 1]
-    start = find_tail_start(messages, counts, tail_budget=5, protect_last_n=1, head_end=3)
+    start = find_tail_start(messages, counts, tail_budget=100, protect_last_n=1, head_end=3)
     assert start == 3
 
 
@@ -158,3 +158,14 @@ def test_compacted_output_is_valid_and_marked():
     assert outcome.compacted and outcome.trigger in ("agent", "hygiene")
     assert problems(messages, outcome.messages) == []
     assert "cache_control" in json.dumps(outcome.messages[-1])
+
+
+def test_tail_stretches_to_the_latest_user_message_only_within_limits():
+    messages = [system(), user("task"), assistant("ok"), user("continue with the plan")]
+    for i in range(40):
+        messages += [calls((f"c{i}", "bash", {})), result(f"c{i}", "x"), assistant(f"step {i}")]
+    counts = [10] * len(messages)
+    near = find_tail_start(messages, counts, tail_budget=1300, protect_last_n=2, head_end=3)
+    assert near == 3                                   # 1,230 tokens back to the request: within 2.5x
+    far = find_tail_start(messages, counts, tail_budget=100, protect_last_n=2, head_end=3)
+    assert far > 100 and messages[far]["role"] != "tool"   # too far: the request is summarized instead

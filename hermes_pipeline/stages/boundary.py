@@ -27,9 +27,19 @@ def align_to_group_start(messages: list[dict], index: int) -> int:
     return index
 
 
+# How far the tail may stretch (x its budget) to keep the latest user message
+# and reply: at the defaults 50K tokens, half the agent threshold, which leaves
+# room for head and summary. Past that, the request lives on in the summary.
+TAIL_STRETCH_LIMIT = 2.5
+
+
 def find_tail_start(messages: list[dict], counts: list[int], tail_budget: int,
                     protect_last_n: int, head_end: int) -> int:
     n = len(messages)
+    suffix = [0] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + counts[i]
+    stretch_ok = lambda index: suffix[index] <= TAIL_STRETCH_LIMIT * tail_budget
     start, spent = n, 0
     while start > head_end and spent + counts[start - 1] <= tail_budget:
         start -= 1
@@ -40,10 +50,10 @@ def find_tail_start(messages: list[dict], counts: list[int], tail_budget: int,
     start = align_to_group_start(messages, start)
     visible = [(i, visible_role(m)) for i, m in enumerate(messages) if i >= head_end]
     last_user = max((i for i, r in visible if r == "user"), default=None)
-    if last_user is not None and last_user < start:
+    if last_user is not None and last_user < start and stretch_ok(last_user):
         start = last_user                      # keep the latest user message (#10896)
     last_reply = max((i for i, r in visible if r == "assistant"), default=None)
-    if last_reply is not None and last_reply < start:
+    if last_reply is not None and last_reply < start and stretch_ok(align_to_group_start(messages, last_reply)):
         start = align_to_group_start(messages, last_reply)   # and the last visible reply (#29824)
     if start > head_end and visible_role(messages[start]) == "assistant" \
             and visible_role(messages[start - 1]) == "user":

@@ -181,7 +181,7 @@ class ExtractiveSummarizer(Summarizer):
             c.add("## Goal", "- " + _clip(strip_think(message_text(users[0])), 600), USER_WORDS, -2)
         last_in_middle = [m for m in request.middle if role(m) == "user" and message_text(m).strip()]
         if last_in_middle and last_in_middle[-1] is not users[0]:
-            c.add("## Goal", "- Latest request: " + _clip(message_text(last_in_middle[-1]), 400), USER_WORDS, -1)
+            c.add("## Goal", "- Latest request: " + _clip(message_text(last_in_middle[-1]), 2000), USER_WORDS, -1)
 
     def _user_message(self, message: dict, c: _Collector, order: int) -> None:
         text = strip_think(message_text(message)).strip()
