@@ -33,6 +33,7 @@ _DECISION = re.compile(
     r"switch(?:ed|ing)? to|going with|go with|chose|choose|opt(?:ed)? for|the fix is|root cause|"
     r"approach|plan is|trade-?off|I'm going to|I am going to|we're going to|set (?:the )?[\w -]{1,40}? to \d)",
     re.I)
+_SOFT_DECISION = re.compile(r"\b(I'll|we'll|let's|we will|we should|I will|we're using|we use)\b", re.I)
 _INTENT = re.compile(r"\b(next|now I'll|I'll|I will|let me|going to|then I|todo|remaining)\b", re.I)
 # Error lines worth keeping verbatim: pytest "E" lines, "SomethingError: ...", compiler
 # "error:"/"error[E..]:", log levels, FAILED/FAIL summaries, well-known shell failures.
@@ -70,6 +71,7 @@ _EDIT_TOOLS = re.compile(r"edit|replace|patch|apply|insert|update|modify|sed", r
 _READ_TOOLS = re.compile(r"read|view|cat|open|show|get_file|load", re.I)
 _PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path", "target_file", "dest", "destination")
 _COMMAND_KEYS = ("command", "cmd", "script", "query", "pattern")
+_CONTENT_KEYS = ("content", "file_text", "text", "new", "old", "new_str", "old_str", "new_string", "old_string")
 
 
 @dataclass
@@ -204,6 +206,8 @@ class ExtractiveSummarizer(Summarizer):
         for sentence in _sentences(text):
             if _DECISION.search(sentence):
                 c.add("## Key Decisions", "- " + _clip(sentence, 300), KEY, order)
+            elif _SOFT_DECISION.search(sentence):
+                c.add("## Key Decisions", "- " + _clip(sentence, 300), RECENT, order)
         for call, result in results:
             self._tool_call(call, result, c, order)
 
@@ -216,9 +220,10 @@ class ExtractiveSummarizer(Summarizer):
             if isinstance(args.get(key), str) and args[key].strip():
                 c.file(args[key].strip(), action, order)
         command = next((args[k] for k in _COMMAND_KEYS if isinstance(args.get(k), str)), None)
-        if command:
-            for path in _PATH.findall(command):
-                c.file(path, "used", order)
+        for key, value in args.items():   # commands, patches: paths inside them
+            if isinstance(value, str) and key not in _PATH_KEYS and key not in _CONTENT_KEYS:
+                for path in _PATH.findall(value):
+                    c.file(path, action if action != "read" else "used", order)
         output = message_text(result) if result else ""
         errors = _error_lines(output)
         subject = _clip(command, 160) if command else _clip(", ".join(
