@@ -40,6 +40,14 @@ def print_table(summary: dict) -> None:
     Console(stderr=False).print(table)
 
 
+def runner_concurrency(cfg: DictConfig) -> int:
+    """`auto`: as many conversations at once as the summarizer keeps requests in flight."""
+    value = cfg.runner.concurrency
+    if value in (None, "auto"):
+        return int(cfg.summarizer.get("max_in_flight") or 1)
+    return int(value)
+
+
 def run(cfg: DictConfig, run_dir: Path) -> int:
     started = time.perf_counter()
     try:
@@ -51,7 +59,7 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     print(components.caching.status_line(), flush=True)
     options = RunOptions(input_format=str(cfg.input.format), output_format=str(cfg.output.format),
                          max_record_bytes=int(cfg.input.max_record_bytes),
-                         concurrency=int(cfg.runner.concurrency), progress=str(cfg.progress))
+                         concurrency=runner_concurrency(cfg), progress=str(cfg.progress))
     try:
         totals = BatchRun(components.engine, run_dir, options).run(inputs)
     finally:

@@ -60,7 +60,7 @@ def _check(key: str, value: Any, kind: str, allowed: Any) -> None:
 def validate(cfg: DictConfig) -> None:
     for key, (kind, allowed) in RULES.items():
         value = OmegaConf.select(cfg, key, default=None)
-        if value is None and key.startswith("runner."):
+        if key == "runner.concurrency" and value in (None, "auto"):
             continue
         _check(key, value, kind, allowed)
     if not cfg.input.path:

@@ -494,6 +494,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True  # a hanging handler must never block shutdown
+    request_queue_size = 128  # many clients connect at once; the default backlog of 5 resets them
     provider: "FakeProvider"
 
 
