@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterator
 
 from hermes_pipeline.engine.compressor import CompactionOutcome
-from hermes_pipeline.formats import CONVERSATION, TranscriptFormat, detect_format, get_format
+from hermes_pipeline.formats import CONVERSATION, TranscriptFormat, detect_format_in, get_format
 from hermes_pipeline.inputs import InputFile
 from hermes_pipeline.io import AtomicJsonlWriter, JsonlLog, Record, Rejected, dumps, raw_for_quarantine, read_records
 from hermes_pipeline.progress import Progress
@@ -106,22 +106,17 @@ class BatchRun:
             yield item
 
     def _detect(self, path: str, items):
-        """The format and layout of a file, from its first parsable records."""
+        """The format and layout of a file, from its first records (one line may not tell)."""
         if self.options.input_format != "auto":
             fmt = get_format(self.options.input_format)
             head = list(itertools.islice(items, DETECT_WINDOW))
             first = next((i.value for i in head if isinstance(i, Record)), None)
             layout = (fmt.detect(first) if first is not None else None) or CONVERSATION
             return fmt, layout, itertools.chain(head, items)
-        head = []
-        for item in items:
-            head.append(item)
-            if isinstance(item, Record):
-                found = detect_format(item.value)
-                if found:
-                    return found[0], found[1], itertools.chain(head, items)
-            if len(head) >= DETECT_WINDOW:
-                break
+        head = list(itertools.islice(items, DETECT_WINDOW))
+        found = detect_format_in(i.value for i in head if isinstance(i, Record))
+        if found:
+            return found[0], found[1], itertools.chain(head, items)
         return None, None, itertools.chain(head, items)
 
     def _output_format(self, fmt: TranscriptFormat, layout: str) -> tuple[TranscriptFormat, str]:

@@ -32,7 +32,7 @@ def conversation_row(conversation: Conversation, outcome: CompactionOutcome, sec
         "cached": summary.cached if summary else False,
         "usage": dict(summary.usage) if summary else {},
         "noop_reason": outcome.noop_reason,
-        "stats": outcome.stats,
+        "stats": {**conversation.stats, **outcome.stats},
         "repairs": conversation.notes,
         "error": None,
         "seconds": round(seconds, 4),

@@ -26,6 +26,7 @@ class Conversation:
     record: dict | None = None       # the original record, for carrying other fields through
     recorded_prompt_tokens: int | None = None   # API-reported usage found in the transcript
     notes: list[str] = field(default_factory=list)   # repairs made while reading
+    stats: dict[str, int] = field(default_factory=dict)   # counted while reading (e.g. duplicates dropped)
 
 
 def role(message: dict) -> str:

@@ -1,10 +1,20 @@
-"""Transcript formats by name, and detection of a file's format and layout."""
+"""Transcript formats by name, and detection of a file's format and layout.
+
+Detection order matters: the specific formats first, OpenAI (which accepts any
+`{"role": ...}` object) last. Anthropic claims a record only when it shows
+Anthropic-only content (tool_use / tool_result / thinking / image source
+blocks, a top-level `system`) and nothing OpenAI-only (tool_calls, role tool,
+image_url parts); a plain text chat stays OpenAI, which reads it the same way.
+"""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
+from hermes_pipeline.formats.anthropic import AnthropicFormat
 from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat
+from hermes_pipeline.formats.claude_code import ClaudeCodeFormat
 from hermes_pipeline.formats.openai import OpenAIFormat
+from hermes_pipeline.formats.sharegpt import ShareGPTFormat
 
 FORMATS: dict[str, TranscriptFormat] = {}
 
@@ -29,6 +39,22 @@ def detect_format(value: Any) -> tuple[TranscriptFormat, str] | None:
     return None
 
 
-register_format(OpenAIFormat())
+def detect_format_in(values: Iterable[Any]) -> tuple[TranscriptFormat, str] | None:
+    """Detection over several records (a file's first ones): the first format, in
+    detection order, that recognises any of them. An Anthropic one-message-per-line
+    file whose first line is a plain `{"role": "user", "content": "..."}` is
+    Anthropic once a later line shows a tool_use block."""
+    values = list(values)
+    for fmt in FORMATS.values():
+        for value in values:
+            layout = fmt.detect(value)
+            if layout:
+                return fmt, layout
+    return None
 
-__all__ = ["CONVERSATION", "MESSAGE", "FORMATS", "TranscriptFormat", "detect_format", "get_format", "register_format"]
+
+for _fmt in (ClaudeCodeFormat(), ShareGPTFormat(), AnthropicFormat(), OpenAIFormat()):
+    register_format(_fmt)
+
+__all__ = ["CONVERSATION", "MESSAGE", "FORMATS", "TranscriptFormat", "detect_format", "detect_format_in",
+           "get_format", "register_format"]

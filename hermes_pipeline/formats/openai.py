@@ -6,6 +6,7 @@ from typing import Any, Iterable, Iterator
 from hermes_pipeline.formats.base import (
     CONVERSATION, MESSAGE, TranscriptFormat, bad_content_reason, file_conversation_id,
 )
+from hermes_pipeline.formats.lossless import public
 from hermes_pipeline.io import Record, Rejected
 from hermes_pipeline.transcript import Conversation
 
@@ -89,11 +90,16 @@ class OpenAIFormat(TranscriptFormat):
             )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:
+        messages = conversation.messages
+        if conversation.format != self.name:
+            # read from another format: drop its private round-trip keys ("_anthropic", ...)
+            messages = [public(m) for m in messages]
         if layout == MESSAGE:
-            yield from conversation.messages
+            yield from messages
             return
-        record = dict(conversation.record or {"id": conversation.id})
-        record["messages"] = conversation.messages
+        record = dict(conversation.record or {"id": conversation.id}) if conversation.format == self.name \
+            else {"id": conversation.id}
+        record["messages"] = messages
         yield record
 
 
