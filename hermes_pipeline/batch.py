@@ -17,6 +17,7 @@ from hermes_pipeline.formats import CONVERSATION, TranscriptFormat, detect_forma
 from hermes_pipeline.inputs import InputFile
 from hermes_pipeline.io import AtomicJsonlWriter, JsonlLog, Record, Rejected, dumps, raw_for_quarantine, read_records
 from hermes_pipeline.progress import Progress
+from hermes_pipeline.repair import InputProblem, repair_tool_pairing
 from hermes_pipeline.report import RunTotals, conversation_row, problem_row
 from hermes_pipeline.runners.local import ordered_map
 from hermes_pipeline.summarizers.base import SummarizerFatalError
@@ -69,10 +70,14 @@ class BatchRun:
         items = self._counted(read_records(path, self.options.max_record_bytes))
         fmt, layout, items = self._detect(path, items)
         if fmt is None:
+            seen = False
             for item in items:
+                seen = True
                 reason = "unknown transcript format (no record matched any known format)"
                 self._quarantine(item if isinstance(item, Rejected) else
                                  Rejected(item.path, item.line_no, reason, dumps(item.value)))
+            if not seen:
+                self._quarantine(Rejected(path, 0, "empty file: no records"))
             return
         out_fmt, out_layout = self._output_format(fmt, layout)
         writer = AtomicJsonlWriter(self.run_dir / "transcripts" / input_file.relative)
@@ -82,8 +87,10 @@ class BatchRun:
             for item, outcome in ordered_map(self._compact, conversations, self.options.concurrency):
                 if isinstance(item, Rejected):
                     self._quarantine(item)
+                elif isinstance(outcome, InputProblem):
+                    self._failed(item, fmt, layout, str(outcome), status="quarantined")
                 elif isinstance(outcome, Exception):
-                    self._failed(item, fmt, layout, outcome)
+                    self._failed(item, fmt, layout, f"compaction failed: {type(outcome).__name__}: {outcome}")
                 else:
                     self._row(conversation_row(item, outcome, outcome.seconds))
                     item.messages = outcome.messages
@@ -132,6 +139,9 @@ class BatchRun:
         if isinstance(item, Rejected):
             return None
         started = time.perf_counter()
+        problem = repair_tool_pairing(item)
+        if problem:
+            return InputProblem(problem)
         try:
             outcome = self.engine.compact(item)
         except SummarizerFatalError:
@@ -147,11 +157,11 @@ class BatchRun:
         self.quarantine.write({"source": item.source, "reason": reason, **raw_for_quarantine(item.raw)})
         self._row(problem_row(item.source, "quarantined", reason))
 
-    def _failed(self, conversation: Conversation, fmt, layout, error: Exception) -> None:
-        reason = f"{conversation.source}: compaction failed: {type(error).__name__}: {error}"
+    def _failed(self, conversation: Conversation, fmt, layout, why: str, status: str = "failed") -> None:
+        reason = f"{conversation.source}: {why}"
         raw = b"\n".join(dumps(v) for v in fmt.write(conversation, layout))
         self.quarantine.write({"source": conversation.source, "reason": reason, **raw_for_quarantine(raw)})
-        self._row(problem_row(conversation.source, "failed", reason, conversation.id, len(conversation.messages)))
+        self._row(problem_row(conversation.source, status, reason, conversation.id, len(conversation.messages)))
 
     def _row(self, row: dict) -> None:
         self.manifest.write(row)

@@ -138,3 +138,27 @@ def test_a_sweep_writes_one_run_folder_per_point(tmp_path):
     assert result.returncode == 0, result.stderr
     summaries = [json.loads((sweep / str(i) / "summary.json").read_text()) for i in (0, 1)]
     assert summaries[0]["statuses"]["compacted"] > summaries[1]["statuses"]["compacted"]
+
+
+def test_empty_files_and_tool_pairing_problems_in_the_input(tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "empty.jsonl").write_text("\n\n")
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}
+    unanswered = {"id": "unanswered", "messages": [{"role": "user", "content": "go"}, call]}
+    orphan = {"id": "orphan", "messages": [{"role": "user", "content": "go"},
+                                           {"role": "tool", "tool_call_id": "zz", "content": "lost?"}]}
+    (inputs / "pairs.jsonl").write_text(json.dumps(unanswered) + "\n" + json.dumps(orphan) + "\n")
+    result = run_cli(tmp_path / "run", f"input={inputs}")
+    assert result.returncode == 2
+    rows = {r["source"].rsplit("/", 1)[1]: r for r in read_jsonl(tmp_path / "run" / "manifest.jsonl")}
+    assert rows["empty.jsonl:0"]["status"] == "quarantined" and "empty file" in rows["empty.jsonl:0"]["error"]
+    assert rows["pairs.jsonl:1"]["status"] == "unchanged"
+    assert rows["pairs.jsonl:1"]["repairs"] == ["added 1 stub result(s) for tool calls that had none"]
+    assert rows["pairs.jsonl:2"]["status"] == "quarantined"
+    assert "tool result without a matching call at message 1" in rows["pairs.jsonl:2"]["error"]
+    [written] = read_jsonl(tmp_path / "run" / "transcripts" / "pairs.jsonl")
+    assert written["messages"][-1]["role"] == "tool" and written["messages"][-1]["tool_call_id"] == "c1"
+    quarantined = read_jsonl(tmp_path / "run" / "quarantine.jsonl")
+    assert any(json.loads(q["raw"])["id"] == "orphan" for q in quarantined if q["raw"])
