@@ -54,7 +54,8 @@ def problem_row(source: str, status: str, reason: str, conversation_id: str | No
 class RunTotals:
     statuses: Counter = field(default_factory=Counter)
     triggers: Counter = field(default_factory=Counter)
-    fallbacks: int = 0
+    fallbacks: int = 0          # the embedded summarizer stood in for the configured one
+    split_merged: int = 0       # the model summarized the middle in parts
     tokens_before: int = 0
     tokens_after: int = 0
     summary_tokens: int = 0
@@ -69,7 +70,11 @@ class RunTotals:
     def add(self, row: dict) -> None:
         self.statuses[row["status"]] += 1
         self.triggers[row["trigger"]] += 1
-        self.fallbacks += 1 if row["fallback"] else 0
+        if row["fallback"]:
+            if row["summarizer"] == "extractive":
+                self.fallbacks += 1
+            else:
+                self.split_merged += 1
         self.tokens_before += row["tokens_before"] or 0
         self.tokens_after += row["tokens_after"] or 0
         self.summary_tokens += row["summary_tokens"] or 0
@@ -86,6 +91,7 @@ class RunTotals:
             "statuses": {s: self.statuses.get(s, 0) for s in ("compacted", "unchanged", "quarantined", "failed")},
             "triggers": dict(self.triggers),
             "fallbacks": self.fallbacks,
+            "split_merged": self.split_merged,
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
             "token_ratio": round(self.tokens_after / self.tokens_before, 4) if self.tokens_before else None,

@@ -337,6 +337,6 @@ class ExtractiveSummarizer(Summarizer):
             if section == "## Progress":
                 continue   # its content lives in the three subsections
             chosen = sorted(by_section[section], key=lambda line: line.order)
-            out.extend(line.text for line in chosen) if chosen else out.append("- (none)")
+            out.extend([line.text for line in chosen] or ["- (none)"])
             out.append("")
         return "\n".join(out).strip()
