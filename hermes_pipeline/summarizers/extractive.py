@@ -227,7 +227,8 @@ class ExtractiveSummarizer(Summarizer):
         output = message_text(result) if result else ""
         errors = _error_lines(output)
         subject = _clip(command, 160) if command else _clip(", ".join(
-            f"{k}={v}" for k, v in args.items() if isinstance(v, (str, int, float)) and len(str(v)) < 120), 160)
+            f"{k}={v}" for k, v in args.items()
+            if k not in _CONTENT_KEYS and isinstance(v, (str, int, float)) and len(str(v)) < 120), 160)
         outcome = f"error: {errors[0]}" if errors else ("ok" if result else "no result")
         c.add("### Done", f"- {name}({subject}) -> {_clip(outcome, 200)}", USEFUL, order)
         for error in errors:
