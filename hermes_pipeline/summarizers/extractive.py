@@ -64,6 +64,8 @@ def _looks_like_code(line: str) -> bool:
 
 _PATH = re.compile(r"(?<![\w/.:-])((?:\.{0,2}/)?(?:[\w.@-]+/)+[\w.@-]+\.\w{1,8}|[\w-]+\.(?:py|rs|ts|tsx|js|jsx|go|java|"
                    r"c|h|cpp|hpp|md|toml|yaml|yml|json|sh|txt|cfg|ini|sql|html|css|lock))\b")
+# Inside commands and patches a path may have no extension (bin/deploy, ./scripts/run).
+_COMMAND_PATH = re.compile(r"(?<![\w/.:-])((?:\.{0,2}/)?(?:[\w.@-]+/)+[\w.@-]+|[\w-]+\.[A-Za-z]\w{0,7})(?![\w/])")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(])")
 
 _WRITE_TOOLS = re.compile(r"write|create|save|new_file", re.I)
@@ -222,7 +224,7 @@ class ExtractiveSummarizer(Summarizer):
         command = next((args[k] for k in _COMMAND_KEYS if isinstance(args.get(k), str)), None)
         for key, value in args.items():   # commands, patches: paths inside them
             if isinstance(value, str) and key not in _PATH_KEYS and key not in _CONTENT_KEYS:
-                for path in _PATH.findall(value):
+                for path in _COMMAND_PATH.findall(value):
                     c.file(path, action if action != "read" else "used", order)
         output = message_text(result) if result else ""
         errors = _error_lines(output)
