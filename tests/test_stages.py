@@ -169,3 +169,15 @@ def test_tail_stretches_to_the_latest_user_message_only_within_limits():
     assert near == 3                                   # 1,230 tokens back to the request: within 2.5x
     far = find_tail_start(messages, counts, tail_budget=100, protect_last_n=2, head_end=3)
     assert far > 100 and messages[far]["role"] != "tool"   # too far: the request is summarized instead
+
+
+def test_a_tail_widened_for_roles_is_still_verbatim():
+    # Found by hypothesis: prune once ran before the tail was widened, so a
+    # cleared middle output ended up inside the (widened) verbatim tail.
+    messages = [system("system"), user(""), assistant(""), user(""),
+                calls(("a", "bash", {}), ("b", "bash", {}), text="0"),
+                result("a", ""), result("b", "0" * 4000), user("")]
+    engine = engine_for(context_length=1000, protect_last_n=1)
+    outcome = engine.compact(conversation(messages))
+    assert outcome.compacted
+    assert problems(messages, outcome.messages) == []

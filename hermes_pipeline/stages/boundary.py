@@ -95,13 +95,24 @@ def previous_summary_text(message: dict) -> str:
 
 
 def ensure_boundaries(state: CompactionState) -> None:
-    """Compute head and tail once; prune and boundary both need them."""
+    """Compute head, tail and the summary's role once; prune and boundary both need them.
+
+    The tail is widened (never shrunk: what leaves the middle is still
+    summarized) until a summary role fits between head and tail, before prune
+    decides what in the middle to clear.
+    """
     if state.head_end is not None:
         return
-    s = state.settings
-    state.head_end = find_head_end(state.original, s.protect_first_n)
-    state.tail_start = find_tail_start(state.original, state.counts, state.budgets.tail_token_budget,
+    s, messages = state.settings, state.original
+    state.head_end = find_head_end(messages, s.protect_first_n)
+    state.tail_start = find_tail_start(messages, state.counts, state.budgets.tail_token_budget,
                                        s.protect_last_n, state.head_end)
+    while state.tail_start > state.head_end:
+        state.summary_role = choose_summary_role(messages, state.head_end, state.tail_start)
+        if state.summary_role:
+            break
+        state.tail_start = align_to_group_start(messages, state.tail_start - 1)
+        state.count("tail_widened_for_roles")
 
 
 class BoundaryStage(Stage):
@@ -109,16 +120,7 @@ class BoundaryStage(Stage):
 
     def run(self, state: CompactionState, context: EngineContext) -> None:
         ensure_boundaries(state)
-        messages = state.original
-        # Widen the tail (never shrink it: what leaves the middle is still summarized)
-        # until a summary role fits between head and tail.
-        while state.tail_start > state.head_end:
-            state.summary_role = choose_summary_role(messages, state.head_end, state.tail_start)
-            if state.summary_role:
-                break
-            state.tail_start = align_to_group_start(messages, state.tail_start - 1)
-            state.count("tail_widened_for_roles")
-        middle = messages[state.head_end:state.tail_start]
+        middle = state.original[state.head_end:state.tail_start]
         if not middle:
             state.noop_reason = "head and tail cover the whole conversation"
             return
