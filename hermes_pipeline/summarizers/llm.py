@@ -312,8 +312,13 @@ class LLMSummarizer(Summarizer):
             if key in params:
                 params[key] = min(params[key] * 2, max(self.max_output_tokens, params[key]))
 
+    def _cache_key(self, params: dict) -> str:
+        # The endpoint is part of the key: a dry run against a fake or local server must
+        # never answer a later run against the real API (same route, model and request).
+        return request_key(f"{self.route}@{self.base_url or 'default'}", self.model, params)
+
     async def _cached_call(self, params: dict, tally: _Tally) -> tuple[str, bool]:
-        key = request_key(self.route, self.model, params)
+        key = self._cache_key(params)
         hit = self.cache.get(key)
         if hit is not None:
             return hit["text"], True
@@ -328,7 +333,7 @@ class LLMSummarizer(Summarizer):
         params = self._request(P.build_user_prompt(
             request.middle, budget, request.previous_summary, request.head, self.max_input_chars),
             self._max_tokens(budget))
-        key = request_key(self.route, self.model, params)
+        key = self._cache_key(params)
         hit = self.cache.get(key)
         if hit is not None:
             return hit["text"], hit.get("note"), True
