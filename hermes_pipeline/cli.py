@@ -65,7 +65,8 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     finally:
         components.summarizer.close()
     summary = totals.summary(time.perf_counter() - started, dict(cfg.model.prices),
-                             components.caching.status_line())
+                             components.caching.status_line(),   # cache writes at the summarizer's TTL price
+                             cache_ttl=str(cfg.summarizer.get("cache_ttl") or "5m"))
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if cfg.progress != "none":
         print_table(summary)

@@ -82,9 +82,11 @@ class RunTotals:
         self.retries += row["retries"]
         self.usage.update({k: v for k, v in row["usage"].items() if isinstance(v, int)})
 
-    def summary(self, wall_seconds: float, prices: dict, caching_line: str) -> dict[str, Any]:
+    def summary(self, wall_seconds: float, prices: dict, caching_line: str,
+                cache_ttl: str = "5m") -> dict[str, Any]:
         per_million = lambda tokens, price: round(tokens * float(price) / 1e6, 6)
         usage = {k: self.usage.get(k, 0) for k in USAGE_KEYS}
+        write_price = prices.get(f"cache_write_{cache_ttl}", prices.get("cache_write_5m", 0))
         conversations = sum(self.statuses.values())
         return {
             "conversations": conversations,
@@ -104,7 +106,7 @@ class RunTotals:
                 "summarizer": round(per_million(usage["input_tokens"], prices.get("input", 0))
                                     + per_million(usage["output_tokens"], prices.get("output", 0))
                                     + per_million(usage["cache_read_tokens"], prices.get("cache_read", 0))
-                                    + per_million(usage["cache_write_tokens"], prices.get("cache_write_5m", 0)), 6),
+                                    + per_million(usage["cache_write_tokens"], write_price), 6),
                 "next_request_input_before": per_million(self.tokens_before, prices.get("input", 0)),
                 "next_request_input_after": per_million(self.tokens_after, prices.get("input", 0)),
             },
