@@ -74,3 +74,18 @@ def test_user_asks_only_come_from_user_messages():
     text = ExtractiveSummarizer().summarize(_request(middle)).text
     assert "User: " not in text.split("## Constraints & Preferences")[1].split("## Progress")[0].replace(
         "- (none)", "")
+
+
+def test_the_latest_task_list_fills_progress_and_next_steps():
+    todos = lambda *items: calls((f"t{len(items)}", "TodoWrite", {"todos": [
+        {"content": c, "status": st, "activeForm": c} for c, st in items]}))
+    middle = [todos(("Write the parser", "in_progress"), ("Add tests", "pending")), result("t2", "ok"),
+              assistant("Parser written."),
+              todos(("Write the parser", "completed"), ("Add tests", "in_progress"), ("Update docs", "pending")),
+              result("t3", "ok")]
+    text = ExtractiveSummarizer().summarize(_request(middle)).text
+    done = text.split("### Done")[1].split("### In Progress")[0]
+    in_progress = text.split("### In Progress")[1].split("### Blocked")[0]
+    next_steps = text.split("## Next Steps")[1].split("## Critical Context")[0]
+    assert "- Write the parser" in done and "- Add tests" in in_progress and "- Update docs" in next_steps
+    assert "- Write the parser" not in in_progress   # the older list is superseded

@@ -73,6 +73,10 @@ _EDIT_TOOLS = re.compile(r"edit|replace|patch|apply|insert|update|modify|sed", r
 _READ_TOOLS = re.compile(r"read|view|cat|open|show|get_file|load", re.I)
 _PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path", "target_file", "dest", "destination")
 _COMMAND_KEYS = ("command", "cmd", "script", "query", "pattern")
+_PLAN_KEYS = ("todos", "plan", "tasks")
+_PLAN_STATUS = {"completed": ("### Done", KEY), "done": ("### Done", KEY),
+                "in_progress": ("### In Progress", KEY), "blocked": ("### Blocked", KEY),
+                "pending": ("## Next Steps", KEY), "todo": ("## Next Steps", KEY)}
 _CONTENT_KEYS = ("content", "file_text", "text", "new", "old", "new_str", "old_str", "new_string", "old_string")
 
 
@@ -137,6 +141,7 @@ class _Collector:
         self.lines: list[Line] = []
         self.seen: set[tuple[str, str]] = set()
         self.files: dict[str, list[str]] = {}   # path -> actions, in first-seen order
+        self.plan: tuple[list[dict], int] | None = None   # the latest task list an agent wrote, and when
         self.file_order: dict[str, int] = {}
 
     def add(self, section: str, text: str, rank: int, order: int) -> None:
@@ -174,6 +179,7 @@ class ExtractiveSummarizer(Summarizer):
                 self._assistant_message(message, results.get(index, []), collector, order)
         self._progress_edges(request.middle, collector, order_base)
         self._files_section(collector)
+        self._plan_section(collector)
         lines = self._fit(collector.lines, request.budget_tokens)
         return SummaryResult(text=self._render(lines), summarizer=self.name)
 
@@ -216,6 +222,9 @@ class ExtractiveSummarizer(Summarizer):
     def _tool_call(self, call: dict, result: dict | None, c: _Collector, order: int) -> None:
         name = str((call.get("function") or {}).get("name") or "tool")
         args = _arguments(call)
+        plan = next((args[k] for k in _PLAN_KEYS if isinstance(args.get(k), list)), None)
+        if plan and all(isinstance(item, dict) and "status" in item for item in plan):
+            c.plan = (plan, order)   # a newer list replaces the older one
         action = ("written" if _WRITE_TOOLS.search(name) else "edited" if _EDIT_TOOLS.search(name)
                   else "read" if _READ_TOOLS.search(name) else "used")
         for key in _PATH_KEYS:
@@ -252,6 +261,17 @@ class ExtractiveSummarizer(Summarizer):
             for error in _error_lines(message_text(message), 3):
                 c.add("### Blocked", f"- Unresolved at the end of the compacted turns: {error}", USEFUL,
                       order_base + i)
+
+    def _plan_section(self, c: _Collector) -> None:
+        """The agent's own task list (TodoWrite, update_plan): the best record of progress."""
+        if c.plan is None:
+            return
+        plan, order = c.plan
+        for item in plan:
+            task = _clip(str(item.get("content") or item.get("step") or item.get("title") or ""), 300)
+            section, rank = _PLAN_STATUS.get(str(item.get("status")).lower(), ("## Next Steps", RECENT))
+            if task:
+                c.add(section, f"- {task}", rank, order)
 
     def _files_section(self, c: _Collector) -> None:
         for path, actions in c.files.items():
