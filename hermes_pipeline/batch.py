@@ -15,7 +15,9 @@ from typing import Iterator
 from hermes_pipeline.engine.compressor import CompactionOutcome
 from hermes_pipeline.formats import CONVERSATION, TranscriptFormat, detect_format_in, get_format
 from hermes_pipeline.inputs import InputFile
-from hermes_pipeline.io import AtomicJsonlWriter, JsonlLog, Record, Rejected, dumps, raw_for_quarantine, read_records
+from hermes_pipeline.io import (
+    AtomicJsonlWriter, JsonlLog, Record, Rejected, dumps, raw_for_quarantine, read_records, reject,
+)
 from hermes_pipeline.progress import Progress
 from hermes_pipeline.repair import InputProblem, repair_tool_pairing
 from hermes_pipeline.report import RunTotals, conversation_row, problem_row
@@ -74,8 +76,7 @@ class BatchRun:
             for item in items:
                 seen = True
                 reason = "unknown transcript format (no record matched any known format)"
-                self._quarantine(item if isinstance(item, Rejected) else
-                                 Rejected(item.path, item.line_no, reason, dumps(item.value)))
+                self._quarantine(item if isinstance(item, Rejected) else reject(item, reason))
             if not seen:
                 self._quarantine(Rejected(path, 0, "empty file: no records"))
             return
@@ -92,9 +93,17 @@ class BatchRun:
                 elif isinstance(outcome, Exception):
                     self._failed(item, fmt, layout, f"compaction failed: {type(outcome).__name__}: {outcome}")
                 else:
-                    self._row(conversation_row(item, outcome, outcome.seconds))
-                    item.messages = outcome.messages
-                    for value in out_fmt.write(item, out_layout):
+                    row = conversation_row(item, outcome, outcome.seconds)
+                    original, item.messages = item.messages, outcome.messages
+                    try:
+                        values = list(out_fmt.write(item, out_layout))
+                    except Exception as error:   # a writer bug costs this conversation, not the run
+                        log.exception("conversation %s (%s) could not be written", item.id, item.source)
+                        item.messages = original
+                        self._failed(item, fmt, layout, f"writing failed: {type(error).__name__}: {error}")
+                        continue
+                    self._row(row)
+                    for value in values:
                         writer.write(value)
                     written += 1
         except BaseException:
@@ -139,10 +148,10 @@ class BatchRun:
         if isinstance(item, Rejected):
             return None
         started = time.perf_counter()
-        problem = repair_tool_pairing(item)
-        if problem:
-            return InputProblem(problem)
         try:
+            problem = repair_tool_pairing(item)
+            if problem:
+                return InputProblem(problem)
             outcome = self.engine.compact(item)
         except SummarizerFatalError:
             raise
@@ -154,14 +163,19 @@ class BatchRun:
 
     def _quarantine(self, item: Rejected) -> None:
         reason = f"{item.source}: {item.reason}"
-        self.quarantine.write({"source": item.source, "reason": reason, **raw_for_quarantine(item.raw)})
+        self.quarantine.write_rejected({"source": item.source, "reason": reason}, item)
         self._row(problem_row(item.source, "quarantined", reason))
 
     def _failed(self, conversation: Conversation, fmt, layout, why: str, status: str = "failed") -> None:
         reason = f"{conversation.source}: {why}"
-        raw = b"\n".join(dumps(v) for v in fmt.write(conversation, layout))
+        try:
+            raw = b"\n".join(dumps(v) for v in fmt.write(conversation, layout))
+        except Exception:        # kept as read when its format can't write it
+            raw = dumps({"id": conversation.id, "messages": conversation.messages})
         self.quarantine.write({"source": conversation.source, "reason": reason, **raw_for_quarantine(raw)})
-        self._row(problem_row(conversation.source, status, reason, conversation.id, len(conversation.messages)))
+        row = problem_row(conversation.source, status, reason, conversation.id, len(conversation.messages))
+        row["stats"] = dict(conversation.stats)    # e.g. how many input lines the conversation was read from
+        self._row(row)
 
     def _row(self, row: dict) -> None:
         self.manifest.write(row)

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from hermes_pipeline.batch import BatchRun, RunOptions
 from hermes_pipeline.build import build
 from hermes_pipeline.config import ConfigError
+from hermes_pipeline.formats import get_format
 from hermes_pipeline.inputs import resolve_inputs
 from hermes_pipeline.summarizers.base import SummarizerFatalError
 
@@ -53,6 +54,9 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     try:
         components = build(cfg)
         inputs = resolve_inputs(str(cfg.input.path), exclude=run_dir)
+        for key, default in (("input.format", "auto"), ("output.format", "same")):
+            if str(OmegaConf.select(cfg, key)) != default:
+                get_format(str(OmegaConf.select(cfg, key)))      # an unknown name is a config error
     except (ConfigError, SummarizerFatalError, ValueError) as error:
         print(f"hermes-pipeline: error: {error}", file=sys.stderr)
         return EXIT_CONFIG

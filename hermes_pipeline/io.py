@@ -4,11 +4,14 @@ Records are read one line at a time (memory grows with the largest record,
 not the file) and parsed with orjson, falling back to the standard library
 for what real logs contain and orjson refuses (NaN, lone surrogates). Lines
 that can't be parsed become `Rejected` items naming file and line; the caller
-quarantines them and goes on.
+quarantines them and goes on. Every item knows where its line is in the input
+(`span`), so the quarantine gets the exact bytes, even of a line too large to
+hold in memory (copied in chunks).
 """
 from __future__ import annotations
 
 import base64
+import codecs
 import json
 import math
 import os
@@ -29,6 +32,7 @@ class Record:
     value: Any
     raw_size: int
     repairs: list[str] = field(default_factory=list)
+    span: tuple[int, int] | None = None     # (byte offset, length) of the line in the input
 
     @property
     def source(self) -> str:
@@ -41,31 +45,46 @@ class Rejected:
     line_no: int
     reason: str
     raw: bytes = b""
+    span: tuple[int, int] | None = None     # where the raw line is in the input, when known
 
     @property
     def source(self) -> str:
         return f"{self.path}:{self.line_no}"
 
 
-def _skip_rest_of_line(handle, tail: bytes) -> None:
+def reject(record: Record, reason: str) -> Rejected:
+    """A parsed record that a reader can't use; the quarantine gets its line as it was."""
+    return Rejected(record.path, record.line_no, reason, dumps(record.value), record.span)
+
+
+def _skip_rest_of_line(handle, tail: bytes) -> int:
+    """Read past the end of an over-long line; its length in bytes, newline excluded."""
+    size = len(tail)
     while tail and not tail.endswith(b"\n"):
         tail = handle.readline(READ_CHUNK)
+        size += len(tail)
+    return size - (1 if tail.endswith(b"\n") else 0)
 
 
-def iter_raw_lines(path: str, max_record_bytes: int) -> Iterator[tuple[int, bytes | None]]:
-    """(line number, bytes) for each line; bytes is None when the line is too long."""
+def iter_raw_lines(path: str, max_record_bytes: int) -> Iterator[tuple[int, int, bytes | None, int]]:
+    """(line number, byte offset, bytes, length) per line; bytes is None when the line is too long.
+
+    Memory stays within max_record_bytes (+ one read chunk) whatever the line lengths.
+    """
     with open(path, "rb") as handle:
-        line_no = 0
+        line_no, offset = 0, 0
         while True:
             line = handle.readline(max_record_bytes + 1)
             if not line:
                 return
             line_no += 1
             if len(line) > max_record_bytes and not line.endswith(b"\n"):
-                _skip_rest_of_line(handle, line)
-                yield line_no, None
+                size = _skip_rest_of_line(handle, line)
+                yield line_no, offset, None, size
+                offset = handle.tell()
                 continue
-            yield line_no, line
+            yield line_no, offset, line, len(line.rstrip(b"\n"))
+            offset += len(line)
 
 
 def _has_nan(value: Any) -> bool:
@@ -78,40 +97,58 @@ def _has_nan(value: Any) -> bool:
     return False
 
 
-def parse_line(path: str, line_no: int, raw: bytes) -> Record | Rejected | None:
+def _has_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= c <= "\udfff" for c in value)
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
+
+
+def _stdlib_note(value: Any) -> str:
+    found = [name for name, present in (("NaN/Infinity", _has_nan(value)),
+                                        ("lone surrogate escapes", _has_surrogate(value))) if present]
+    return " and ".join(found) or "input orjson refuses"
+
+
+def parse_line(path: str, line_no: int, raw: bytes, span: tuple[int, int] | None = None) -> Record | Rejected | None:
     """Parse one JSONL line; None for a blank line."""
     repairs = []
     data = raw
-    if line_no == 1 and data.startswith(BOM):
+    if data.startswith(BOM):      # line 1 usually; any line of files joined with cat
         data = data[len(BOM):]
         repairs.append("removed UTF-8 byte order mark")
     stripped = data.strip()
     if not stripped:
         return None
     if stripped[:1] == b"#" or stripped[:2] == b"//":
-        return Rejected(path, line_no, "comment line, not a JSON record", raw)
+        return Rejected(path, line_no, "comment line, not a JSON record", raw, span)
     try:
-        return Record(path, line_no, orjson.loads(stripped), len(raw), repairs)
+        return Record(path, line_no, orjson.loads(stripped), len(raw), repairs, span)
     except orjson.JSONDecodeError as orjson_error:
         try:
             text = stripped.decode("utf-8")
         except UnicodeDecodeError as error:
-            return Rejected(path, line_no, f"invalid UTF-8 at byte {error.start}", raw)
+            return Rejected(path, line_no, f"invalid UTF-8 at byte {error.start}", raw, span)
         try:
             value = json.loads(text)
         except json.JSONDecodeError as error:
-            return Rejected(path, line_no, f"malformed JSON: {error.msg} at column {error.colno}", raw)
-        note = "NaN/Infinity" if _has_nan(value) else "lone surrogate escape or other orjson-rejected input"
-        repairs.append(f"parsed with the standard json module ({note}; orjson: {orjson_error})")
-        return Record(path, line_no, value, len(raw), repairs)
+            return Rejected(path, line_no, f"malformed JSON: {error.msg} at column {error.colno}", raw, span)
+        except RecursionError:
+            return Rejected(path, line_no, "malformed JSON: nested too deeply", raw, span)
+        repairs.append(f"parsed with the standard json module ({_stdlib_note(value)}; orjson: {orjson_error})")
+        return Record(path, line_no, value, len(raw), repairs, span)
 
 
 def read_records(path: str, max_record_bytes: int) -> Iterator[Record | Rejected]:
-    for line_no, raw in iter_raw_lines(path, max_record_bytes):
+    for line_no, offset, raw, size in iter_raw_lines(path, max_record_bytes):
         if raw is None:
-            yield Rejected(path, line_no, f"record larger than input.max_record_bytes ({max_record_bytes} bytes)")
+            yield Rejected(path, line_no, f"record of {size} bytes is larger than input.max_record_bytes "
+                                          f"({max_record_bytes} bytes)", span=(offset, size))
             continue
-        item = parse_line(path, line_no, raw)
+        item = parse_line(path, line_no, raw, (offset, size))
         if item is not None:
             yield item
 
@@ -163,8 +200,59 @@ class JsonlLog:
         self.handle.flush()
         self.rows += 1
 
+    def write_rejected(self, fields: dict, item: Rejected) -> None:
+        """A quarantine row: `fields` plus the rejected line exactly as it is in the input.
+
+        Lines up to a few MiB are read back whole; longer ones are copied in
+        chunks, so a record too large to parse costs no more memory than a chunk.
+        """
+        raw = _read_span(item.path, item.span) if item.span and item.span[1] <= COPY_WHOLE else None
+        if raw is not None or not item.span:
+            self.write({**fields, **raw_for_quarantine(item.raw if raw is None else raw)})
+            return
+        head = dumps({**fields, "raw_bytes": item.span[1]})
+        self.handle.write(head[:-1] + b',"raw":"')
+        invalid = _copy_escaped(item.path, item.span, self.handle)
+        self.handle.write(b'"' + (b',"raw_invalid_utf8":true' if invalid else b"") + b"}\n")
+        self.handle.flush()
+        self.rows += 1
+
     def close(self) -> None:
         self.handle.close()
+
+
+COPY_WHOLE = 4 * READ_CHUNK
+
+
+def _read_span(path: str, span: tuple[int, int]) -> bytes | None:
+    """The bytes of a line of the input, or None if the file no longer has them."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(span[0])
+            raw = handle.read(span[1])
+    except OSError:
+        return None
+    return raw if len(raw) == span[1] else None
+
+
+def _copy_escaped(path: str, span: tuple[int, int], out) -> bool:
+    """Copy a line into an open JSON string, chunk by chunk; True if it had invalid UTF-8
+    (written as backslash escapes from there on)."""
+    decoder, invalid, left = codecs.getincrementaldecoder("utf-8")(), False, span[1]
+    with open(path, "rb") as handle:
+        handle.seek(span[0])
+        while left > 0:
+            chunk = handle.read(min(READ_CHUNK, left))
+            left = left - len(chunk) if chunk else 0
+            pending = decoder.getstate()[0]
+            try:
+                text = decoder.decode(chunk, final=left == 0)
+            except UnicodeDecodeError:
+                invalid = True
+                decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")
+                text = decoder.decode(pending + chunk, final=left == 0)
+            out.write(json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8"))
+    return invalid
 
 
 def raw_for_quarantine(raw: bytes) -> dict:

@@ -10,8 +10,7 @@ import functools
 import re
 from typing import Iterable
 
-import orjson
-
+from hermes_pipeline.io import dumps
 from hermes_pipeline.transcript import tool_calls
 
 MESSAGE_OVERHEAD = 4        # role separators a chat template adds per message
@@ -43,9 +42,9 @@ def _parts(message: dict) -> tuple[list[str], int]:
             elif isinstance(part.get("text"), str):
                 texts.append(part["text"])
             else:
-                texts.append(orjson.dumps(part).decode())
+                texts.append(dumps(part).decode())
     for call in tool_calls(message):
-        texts.append(orjson.dumps(call).decode() if isinstance(call, dict) else str(call))
+        texts.append(dumps(call).decode() if isinstance(call, dict) else str(call))   # dumps: lone surrogates too
     for key in ("tool_call_id", "name"):
         if isinstance(message.get(key), str):
             texts.append(message[key])

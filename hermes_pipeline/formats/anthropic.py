@@ -17,7 +17,7 @@ from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat
 from hermes_pipeline.formats.lossless import (
     Group, carried_record, clone, fingerprint, kept_if_unchanged, original_of, private, regroup, source_fields, tag,
 )
-from hermes_pipeline.io import Record, Rejected, dumps
+from hermes_pipeline.io import Record, Rejected, dumps, reject
 from hermes_pipeline.transcript import Conversation, tool_calls
 
 KEY = "_anthropic"
@@ -352,7 +352,7 @@ class AnthropicFormat(TranscriptFormat):
                 continue
             problem = conversation_problem(item.value)
             if problem:
-                yield Rejected(path, item.line_no, problem, dumps(item.value))
+                yield reject(item, problem)
                 continue
             record = item.value
             yield Conversation(
@@ -370,7 +370,7 @@ class AnthropicFormat(TranscriptFormat):
                 continue
             problem = message_problem(item.value, "record")
             if problem:
-                yield Rejected(path, item.line_no, problem, dumps(item.value))
+                yield reject(item, problem)
                 continue
             first_source = first_source or item.source
             messages.extend(message_to_openai(item.value, len(originals)))
@@ -380,6 +380,7 @@ class AnthropicFormat(TranscriptFormat):
             yield Conversation(
                 id=file_conversation_id(path), messages=messages, source=first_source, format=self.name,
                 layout=MESSAGE, record=None, recorded_prompt_tokens=_recorded_tokens({}, originals), notes=notes,
+                stats={"records": len(originals)},     # input lines this conversation was read from
             )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:

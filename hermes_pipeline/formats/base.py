@@ -47,8 +47,15 @@ def bad_content_reason(message: Any, index: int) -> str | None:
     if not isinstance(message.get("role"), str):
         return f"message {index} has no string 'role'"
     content = message.get("content")
+    if content is None and message["role"] != "assistant":
+        state = "is null" if "content" in message else "is missing"
+        return f"message {index} ({message['role']}) content {state} (only an assistant message may have none)"
     if content is not None and not isinstance(content, (str, list)):
         return f"message {index} content is a {type(content).__name__} (expected string, list or null)"
-    if "tool_calls" in message and message["tool_calls"] is not None and not isinstance(message["tool_calls"], list):
+    calls = message.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
         return f"message {index} tool_calls is not a list"
+    for j, call in enumerate(calls or ()):
+        if not isinstance(call, dict) or not isinstance(call.get("function", {}), dict):
+            return f"message {index} tool call {j} is not an object with a 'function' object"
     return None

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.anthropic import AnthropicFormat, message_problem, message_to_openai, usage_tokens
 from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat, file_conversation_id
-from hermes_pipeline.io import Record, Rejected, dumps
+from hermes_pipeline.io import Record, Rejected, dumps, reject
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, text_of
 
 TALK = ("user", "assistant")
@@ -159,7 +159,7 @@ class ClaudeCodeFormat(TranscriptFormat):
                 continue
             problem = event_problem(item.value)
             if problem:
-                yield Rejected(path, item.line_no, problem, dumps(item.value))
+                yield reject(item, problem)
                 continue
             events.append(item)
             notes.extend(f"line {item.line_no}: {r}" for r in item.repairs)
@@ -177,6 +177,7 @@ class ClaudeCodeFormat(TranscriptFormat):
         assistants = [e.value["message"] for e in used if e.value["type"] == "assistant"]
         usage = next((m["usage"] for m in reversed(assistants) if isinstance(m.get("usage"), dict)), None)
         stats = {
+            "records": len(events),          # input lines this conversation was read from
             "events": len(events),
             "events_used": len(used),
             "assistant_lines_merged": len(assistants) - sum(t.role == "assistant" for t in turns),

@@ -7,7 +7,7 @@ from hermes_pipeline.formats.base import (
     CONVERSATION, MESSAGE, TranscriptFormat, bad_content_reason, file_conversation_id,
 )
 from hermes_pipeline.formats.lossless import public
-from hermes_pipeline.io import Record, Rejected
+from hermes_pipeline.io import Record, Rejected, reject
 from hermes_pipeline.transcript import Conversation
 
 
@@ -46,7 +46,7 @@ class OpenAIFormat(TranscriptFormat):
                 continue
             reason = self._conversation_problem(item.value)
             if reason:
-                yield Rejected(path, item.line_no, reason, _raw(item))
+                yield reject(item, reason)
                 continue
             record = item.value
             yield Conversation(
@@ -77,7 +77,7 @@ class OpenAIFormat(TranscriptFormat):
                 continue
             reason = bad_content_reason(item.value, len(messages))
             if reason:
-                yield Rejected(path, item.line_no, reason.replace(f"message {len(messages)}", "record"), _raw(item))
+                yield reject(item, reason.replace(f"message {len(messages)}", "record"))
                 continue
             first_source = first_source or item.source
             messages.append(item.value)
@@ -87,6 +87,7 @@ class OpenAIFormat(TranscriptFormat):
                 id=file_conversation_id(path), messages=messages, source=first_source,
                 format=self.name, layout=MESSAGE, record=None,
                 recorded_prompt_tokens=recorded_prompt_tokens({}, messages), notes=notes,
+                stats={"records": len(messages)},      # input lines this conversation was read from
             )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:
@@ -101,8 +102,3 @@ class OpenAIFormat(TranscriptFormat):
             else {"id": conversation.id}
         record["messages"] = messages
         yield record
-
-
-def _raw(item: Record) -> bytes:
-    from hermes_pipeline.io import dumps
-    return dumps(item.value)

@@ -15,7 +15,7 @@ from hermes_pipeline.formats.base import CONVERSATION, TranscriptFormat, file_co
 from hermes_pipeline.formats.lossless import (
     Group, carried_record, original_of, regroup, source_fields, tag,
 )
-from hermes_pipeline.io import Record, Rejected, dumps
+from hermes_pipeline.io import Record, Rejected, dumps, reject
 from hermes_pipeline.transcript import Conversation, text_of, tool_calls
 
 KEY = "_sharegpt"
@@ -150,7 +150,7 @@ class ShareGPTFormat(TranscriptFormat):
                 continue
             problem = conversation_problem(item.value)
             if problem:
-                yield Rejected(path, item.line_no, problem, dumps(item.value))
+                yield reject(item, problem)
                 continue
             record = item.value
             messages, notes = to_openai(record["conversations"], item.line_no)

@@ -16,15 +16,18 @@ _SECRET_PATTERNS = [
     re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"),
     re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
     re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
+    re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),      # Stripe
+    re.compile(r"\bhf_[A-Za-z0-9]{30,}"),                       # Hugging Face
     # JSON web tokens
     re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
 ]
-# "Bearer <token>", "password=...", "api_key: ..." keep the label, hide the value
+# "Bearer <token>", "password=...", "api_key: ...", "GITHUB_TOKEN=...", "aws_secret_access_key = ..."
+# keep the label, hide the value
 _LABELLED = re.compile(
-    r"(?i)(\bbearer\s+|\b(?:api[_-]?key|secret|token|password|passwd|pwd|access[_-]?key)"
-    r"[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{6,})"
+    r"(?i)(\bbearer\s+|\b(?:[a-z0-9]{1,32}[_-]){0,4}(?:api[_-]?key|secret(?:[_-]access[_-]key)?|token|password|passwd"
+    r"|pwd|access[_-]?key)\\?[\"']?\s*[:=]\s*\\?[\"']?)([^\s\"',;\\]{6,})"     # \" inside JSON strings too
 )
-_URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:)([^\s@/]+)(@)", re.I)
+_URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.\-]{0,31}://[^\s:/@]+:)([^\s@/]+)(@)", re.I)
 _THINK = re.compile(r"<think(?:ing)?>.*?(?:</think(?:ing)?>|$)", re.S | re.I)
 
 
