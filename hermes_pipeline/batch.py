@@ -19,7 +19,7 @@ from hermes_pipeline.io import (
     AtomicJsonlWriter, JsonlLog, Record, Rejected, dumps, raw_for_quarantine, read_records, reject,
 )
 from hermes_pipeline.progress import Progress
-from hermes_pipeline.repair import InputProblem, repair_tool_pairing
+from hermes_pipeline.repair import repair_tool_pairing
 from hermes_pipeline.report import RunTotals, conversation_row, problem_row
 from hermes_pipeline.runners.local import ordered_map
 from hermes_pipeline.summarizers.base import SummarizerFatalError
@@ -88,8 +88,6 @@ class BatchRun:
             for item, outcome in ordered_map(self._compact, conversations, self.options.concurrency):
                 if isinstance(item, Rejected):
                     self._quarantine(item)
-                elif isinstance(outcome, InputProblem):
-                    self._failed(item, fmt, layout, str(outcome), status="quarantined")
                 elif isinstance(outcome, Exception):
                     self._failed(item, fmt, layout, f"compaction failed: {type(outcome).__name__}: {outcome}")
                 else:
@@ -149,9 +147,7 @@ class BatchRun:
             return None
         started = time.perf_counter()
         try:
-            problem = repair_tool_pairing(item)
-            if problem:
-                return InputProblem(problem)
+            repair_tool_pairing(item)
             outcome = self.engine.compact(item)
         except SummarizerFatalError:
             raise
@@ -166,14 +162,14 @@ class BatchRun:
         self.quarantine.write_rejected({"source": item.source, "reason": reason}, item)
         self._row(problem_row(item.source, "quarantined", reason))
 
-    def _failed(self, conversation: Conversation, fmt, layout, why: str, status: str = "failed") -> None:
+    def _failed(self, conversation: Conversation, fmt, layout, why: str) -> None:
         reason = f"{conversation.source}: {why}"
         try:
             raw = b"\n".join(dumps(v) for v in fmt.write(conversation, layout))
         except Exception:        # kept as read when its format can't write it
             raw = dumps({"id": conversation.id, "messages": conversation.messages})
         self.quarantine.write({"source": conversation.source, "reason": reason, **raw_for_quarantine(raw)})
-        row = problem_row(conversation.source, status, reason, conversation.id, len(conversation.messages))
+        row = problem_row(conversation.source, "failed", reason, conversation.id, len(conversation.messages))
         row["stats"] = dict(conversation.stats)    # e.g. how many input lines the conversation was read from
         self._row(row)
 

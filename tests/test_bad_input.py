@@ -173,12 +173,15 @@ def test_anthropic_messages_with_bad_content(broken_run):
     assert row["format"] == "anthropic" and row["stats"]["records"] == 4
 
 
-def test_tool_result_without_a_call(broken_run):
+def test_tool_result_without_a_call_gets_a_placeholder_call(broken_run):
     _, run_dir, _ = broken_run
-    q = quarantine(run_dir, "orphan_result.jsonl")
-    assert list(q) == [1] and "tool result without a matching call at message 1" in q[1]["reason"]
-    assert json.loads(q[1]["raw"])["messages"][1]["content"] == "result of nothing"     # nothing lost
-    assert by_line(run_dir, "orphan_result.jsonl")[2]["status"] in ("compacted", "unchanged")
+    assert quarantine(run_dir, "orphan_result.jsonl") == {}
+    rows = by_line(run_dir, "orphan_result.jsonl")
+    assert rows[1]["repairs"] == ["added 1 placeholder call(s) for tool results that had none"]
+    assert rows[2]["status"] in ("compacted", "unchanged")
+    written = [json.loads(x) for x in (run_dir / "transcripts" / "orphan_result.jsonl").read_text().splitlines()]
+    assert written[0]["messages"][2] == {"role": "tool", "tool_call_id": "ghost", "content": "result of nothing"}
+    assert written[0]["messages"][1]["tool_calls"][0]["id"] == "ghost"      # behind a placeholder call
 
 
 def test_unknown_format_and_empty_files(broken_run):

@@ -151,14 +151,15 @@ def test_empty_files_and_tool_pairing_problems_in_the_input(tmp_path):
                                            {"role": "tool", "tool_call_id": "zz", "content": "lost?"}]}
     (inputs / "pairs.jsonl").write_text(json.dumps(unanswered) + "\n" + json.dumps(orphan) + "\n")
     result = run_cli(tmp_path / "run", f"input={inputs}")
-    assert result.returncode == 2
+    assert result.returncode == 2   # the empty file
     rows = {r["source"].rsplit("/", 1)[1]: r for r in read_jsonl(tmp_path / "run" / "manifest.jsonl")}
     assert rows["empty.jsonl:0"]["status"] == "quarantined" and "empty file" in rows["empty.jsonl:0"]["error"]
     assert rows["pairs.jsonl:1"]["status"] == "unchanged"
     assert rows["pairs.jsonl:1"]["repairs"] == ["added 1 stub result(s) for tool calls that had none"]
-    assert rows["pairs.jsonl:2"]["status"] == "quarantined"
-    assert "tool result without a matching call at message 1" in rows["pairs.jsonl:2"]["error"]
-    [written] = read_jsonl(tmp_path / "run" / "transcripts" / "pairs.jsonl")
-    assert written["messages"][-1]["role"] == "tool" and written["messages"][-1]["tool_call_id"] == "c1"
-    quarantined = read_jsonl(tmp_path / "run" / "quarantine.jsonl")
-    assert any(json.loads(q["raw"])["id"] == "orphan" for q in quarantined if q["raw"])
+    assert rows["pairs.jsonl:2"]["status"] == "unchanged"
+    assert rows["pairs.jsonl:2"]["repairs"] == ["added 1 placeholder call(s) for tool results that had none"]
+    answered, kept = read_jsonl(tmp_path / "run" / "transcripts" / "pairs.jsonl")
+    assert answered["messages"][-1]["role"] == "tool" and answered["messages"][-1]["tool_call_id"] == "c1"
+    assert kept["messages"][-1] == orphan["messages"][-1]                 # the result itself is kept
+    assert kept["messages"][-2]["tool_calls"][0]["id"] == "zz"            # behind a labelled placeholder call
+    assert kept["messages"][-2]["tool_calls"][0]["function"]["name"] == "unknown_tool"
