@@ -1,7 +1,6 @@
 """Property tests over random conversations with tool groups."""
 import json
 import string
-from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 

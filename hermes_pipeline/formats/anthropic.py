@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Iterator
 
-from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat, file_conversation_id
+from hermes_pipeline.formats.base import (
+    CONVERSATION, MESSAGE, TranscriptFormat, checked, file_conversation_id, read_each, record_id,
+)
 from hermes_pipeline.formats.lossless import (
     Group, carried_record, clone, fingerprint, kept_if_unchanged, original_of, private, regroup, source_fields, tag,
 )
-from hermes_pipeline.io import Record, Rejected, dumps, reject
+from hermes_pipeline.io import Record, Rejected
 from hermes_pipeline.transcript import Conversation, tool_calls
 
 KEY = "_anthropic"
@@ -346,31 +348,18 @@ class AnthropicFormat(TranscriptFormat):
         if layout == MESSAGE:
             yield from self._read_messages(items, path)
             return
-        for item in items:
-            if isinstance(item, Rejected):
-                yield item
-                continue
-            problem = conversation_problem(item.value)
-            if problem:
-                yield reject(item, problem)
-                continue
-            record = item.value
-            yield Conversation(
-                id=str(record.get("id") or f"{file_conversation_id(path)}-{item.line_no}"),
-                messages=to_openai(record.get("system"), record["messages"]), source=item.source,
-                format=self.name, layout=CONVERSATION, record=record,
-                recorded_prompt_tokens=_recorded_tokens(record, record["messages"]), notes=list(item.repairs),
-            )
+        yield from read_each(items, conversation_problem, lambda item: Conversation(
+            id=record_id(item.value, path, item.line_no),
+            messages=to_openai(item.value.get("system"), item.value["messages"]), source=item.source,
+            format=self.name, layout=CONVERSATION, record=item.value,
+            recorded_prompt_tokens=_recorded_tokens(item.value, item.value["messages"]), notes=list(item.repairs),
+        ))
 
     def _read_messages(self, items, path) -> Iterator[Conversation | Rejected]:
         originals, messages, notes, first_source = [], [], [], None
-        for item in items:
+        for item in checked(items, lambda value: message_problem(value, "record")):
             if isinstance(item, Rejected):
                 yield item
-                continue
-            problem = message_problem(item.value, "record")
-            if problem:
-                yield reject(item, problem)
                 continue
             first_source = first_source or item.source
             messages.extend(message_to_openai(item.value, len(originals)))

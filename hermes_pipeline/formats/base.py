@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from hermes_pipeline.io import Record, Rejected
+from hermes_pipeline.io import Record, Rejected, reject
 from hermes_pipeline.transcript import Conversation
 
 CONVERSATION = "conversation"   # one conversation per line
@@ -59,3 +59,24 @@ def bad_content_reason(message: Any, index: int) -> str | None:
         if not isinstance(call, dict) or not isinstance(call.get("function", {}), dict):
             return f"message {index} tool call {j} is not an object with a 'function' object"
     return None
+
+
+def checked(items: Iterable[Record | Rejected], problem_of) -> Iterator[Record | Rejected]:
+    """Records in order: rejections passed through, a record with a problem rejected in its place."""
+    for item in items:
+        if isinstance(item, Rejected):
+            yield item
+            continue
+        problem = problem_of(item.value)
+        yield reject(item, problem) if problem else item
+
+
+def read_each(items: Iterable[Record | Rejected], problem_of, build) -> Iterator[Conversation | Rejected]:
+    """One conversation per record (the conversation-per-line layout)."""
+    for item in checked(items, problem_of):
+        yield item if isinstance(item, Rejected) else build(item)
+
+
+def record_id(record: dict, path: str, line_no: int) -> str:
+    """The record's own id, else one made of the file name and line."""
+    return str(record.get("id") or f"{file_conversation_id(path)}-{line_no}")

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.anthropic import AnthropicFormat, message_problem, message_to_openai, usage_tokens
-from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat, file_conversation_id
-from hermes_pipeline.io import Record, Rejected, dumps, reject
+from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat, checked, file_conversation_id
+from hermes_pipeline.io import Record, Rejected, dumps
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, text_of
 
 TALK = ("user", "assistant")
@@ -153,13 +153,9 @@ class ClaudeCodeFormat(TranscriptFormat):
 
     def read(self, items: Iterable[Record | Rejected], path: str, layout: str) -> Iterator[Conversation | Rejected]:
         events, notes = [], []
-        for item in items:
+        for item in checked(items, event_problem):
             if isinstance(item, Rejected):
                 yield item
-                continue
-            problem = event_problem(item.value)
-            if problem:
-                yield reject(item, problem)
                 continue
             events.append(item)
             notes.extend(f"line {item.line_no}: {r}" for r in item.repairs)

@@ -4,10 +4,10 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.base import (
-    CONVERSATION, MESSAGE, TranscriptFormat, bad_content_reason, file_conversation_id,
+    CONVERSATION, MESSAGE, TranscriptFormat, bad_content_reason, checked, file_conversation_id, read_each, record_id,
 )
 from hermes_pipeline.formats.lossless import public
-from hermes_pipeline.io import Record, Rejected, reject
+from hermes_pipeline.io import Record, Rejected
 from hermes_pipeline.transcript import Conversation
 
 
@@ -40,22 +40,12 @@ class OpenAIFormat(TranscriptFormat):
         if layout == MESSAGE:
             yield from self._read_message_layout(items, path)
             return
-        for item in items:
-            if isinstance(item, Rejected):
-                yield item
-                continue
-            reason = self._conversation_problem(item.value)
-            if reason:
-                yield reject(item, reason)
-                continue
-            record = item.value
-            yield Conversation(
-                id=str(record.get("id") or f"{file_conversation_id(path)}-{item.line_no}"),
-                messages=record["messages"], source=item.source, format=self.name,
-                layout=CONVERSATION, record=record,
-                recorded_prompt_tokens=recorded_prompt_tokens(record, record["messages"]),
-                notes=list(item.repairs),
-            )
+        yield from read_each(items, self._conversation_problem, lambda item: Conversation(
+            id=record_id(item.value, path, item.line_no), messages=item.value["messages"], source=item.source,
+            format=self.name, layout=CONVERSATION, record=item.value,
+            recorded_prompt_tokens=recorded_prompt_tokens(item.value, item.value["messages"]),
+            notes=list(item.repairs),
+        ))
 
     def _conversation_problem(self, value: Any) -> str | None:
         if not isinstance(value, dict):
@@ -71,13 +61,11 @@ class OpenAIFormat(TranscriptFormat):
 
     def _read_message_layout(self, items, path) -> Iterator[Conversation | Rejected]:
         messages, notes, first_source = [], [], None
-        for item in items:
+        # the same checks as for a message inside a conversation, reported per record
+        problem_of = lambda value: (bad_content_reason(value, 0) or "").replace("message 0", "record", 1) or None
+        for item in checked(items, problem_of):
             if isinstance(item, Rejected):
                 yield item
-                continue
-            reason = bad_content_reason(item.value, len(messages))
-            if reason:
-                yield reject(item, reason.replace(f"message {len(messages)}", "record"))
                 continue
             first_source = first_source or item.source
             messages.append(item.value)

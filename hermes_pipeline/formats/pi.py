@@ -32,8 +32,8 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.anthropic import AnthropicFormat, message_to_openai
-from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat, file_conversation_id
-from hermes_pipeline.io import Record, Rejected, reject
+from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat, checked, file_conversation_id
+from hermes_pipeline.io import Record, Rejected
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation
 
 MESSAGE_ROLES = ("user", "assistant", "toolResult", "bashExecution", "custom", "hookMessage",
@@ -302,13 +302,9 @@ class PiFormat(TranscriptFormat):
 
     def read(self, items: Iterable[Record | Rejected], path: str, layout: str) -> Iterator[Conversation | Rejected]:
         header, entries, extra_headers, notes, first = None, [], [], [], None
-        for item in items:
+        for item in checked(items, entry_problem):
             if isinstance(item, Rejected):
                 yield item
-                continue
-            problem = entry_problem(item.value)
-            if problem:
-                yield reject(item, problem)
                 continue
             first = first or item
             notes.extend(f"line {item.line_no}: {r}" for r in item.repairs)

@@ -11,11 +11,11 @@ import json
 import re
 from typing import Any, Iterable, Iterator
 
-from hermes_pipeline.formats.base import CONVERSATION, TranscriptFormat, file_conversation_id
+from hermes_pipeline.formats.base import CONVERSATION, TranscriptFormat, read_each, record_id
 from hermes_pipeline.formats.lossless import (
     Group, carried_record, original_of, regroup, source_fields, tag,
 )
-from hermes_pipeline.io import Record, Rejected, dumps, reject
+from hermes_pipeline.io import Record, Rejected
 from hermes_pipeline.transcript import Conversation, text_of, tool_calls
 
 KEY = "_sharegpt"
@@ -144,21 +144,15 @@ class ShareGPTFormat(TranscriptFormat):
         return None
 
     def read(self, items: Iterable[Record | Rejected], path: str, layout: str) -> Iterator[Conversation | Rejected]:
-        for item in items:
-            if isinstance(item, Rejected):
-                yield item
-                continue
-            problem = conversation_problem(item.value)
-            if problem:
-                yield reject(item, problem)
-                continue
-            record = item.value
-            messages, notes = to_openai(record["conversations"], item.line_no)
-            yield Conversation(
-                id=str(record.get("id") or f"{file_conversation_id(path)}-{item.line_no}"),
-                messages=messages, source=item.source, format=self.name, layout=CONVERSATION,
-                record=record, recorded_prompt_tokens=None, notes=list(item.repairs) + notes,
-            )
+        yield from read_each(items, conversation_problem, lambda item: self._conversation(item, path))
+
+    def _conversation(self, item: Record, path: str) -> Conversation:
+        record = item.value
+        messages, notes = to_openai(record["conversations"], item.line_no)
+        return Conversation(
+            id=record_id(record, path, item.line_no), messages=messages, source=item.source, format=self.name,
+            layout=CONVERSATION, record=record, recorded_prompt_tokens=None, notes=list(item.repairs) + notes,
+        )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:
         record = carried_record(conversation, self.name, ("messages", "system"))

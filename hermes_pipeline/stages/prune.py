@@ -51,7 +51,6 @@ class PruneStage(Stage):
 
     def run(self, state: CompactionState, context: EngineContext) -> None:
         ensure_boundaries(state)
-        s = state.settings
         messages = list(state.original)
         for i in range(state.head_end, state.tail_start):
             messages[i] = self._prune_middle_message(messages[i], state)
