@@ -104,9 +104,15 @@ class BatchRun:
                     for value in values:
                         writer.write(value)
                     written += 1
+        except SummarizerFatalError:
+            self._finish(writer, written)   # what is complete stays: the manifest already lists it
+            raise
         except BaseException:
             writer.abort()
             raise
+        self._finish(writer, written)
+
+    def _finish(self, writer: AtomicJsonlWriter, written: int) -> None:
         if written:
             writer.commit()
             self.totals.bytes_out += writer.bytes_written
@@ -121,17 +127,15 @@ class BatchRun:
 
     def _detect(self, path: str, items):
         """The format and layout of a file, from its first records (one line may not tell)."""
+        head = list(itertools.islice(items, DETECT_WINDOW))
+        rest = itertools.chain(head, items)
+        values = [i.value for i in head if isinstance(i, Record)]
         if self.options.input_format != "auto":
             fmt = get_format(self.options.input_format)
-            head = list(itertools.islice(items, DETECT_WINDOW))
-            first = next((i.value for i in head if isinstance(i, Record)), None)
-            layout = (fmt.detect(first) if first is not None else None) or CONVERSATION
-            return fmt, layout, itertools.chain(head, items)
-        head = list(itertools.islice(items, DETECT_WINDOW))
-        found = detect_format_in(i.value for i in head if isinstance(i, Record))
-        if found:
-            return found[0], found[1], itertools.chain(head, items)
-        return None, None, itertools.chain(head, items)
+            layout = next(filter(None, map(fmt.detect, values)), None) or CONVERSATION
+            return fmt, layout, rest
+        found = detect_format_in(values)
+        return (found[0], found[1], rest) if found else (None, None, rest)
 
     def _output_format(self, fmt: TranscriptFormat, layout: str) -> tuple[TranscriptFormat, str]:
         if self.options.output_format not in ("same", fmt.name):

@@ -350,6 +350,16 @@ def test_auth_or_quota_error_stops_the_run(inputs, fake, tmp_path, provider, fau
     assert_no_key(tmp_path / "run", result.stdout, result.stderr)
 
 
+def test_a_stopped_run_keeps_what_it_finished(inputs, fake, tmp_path):
+    fake.script([None, None, auth_error()])
+    result = llm_cli(tmp_path / "run", "anthropic", fake, inputs["many"], "runner.concurrency=1")
+    assert result.returncode == 3
+    rows = read_jsonl(tmp_path / "run" / "manifest.jsonl")
+    listed = sorted(r["id"] for r in rows if r["status"] in ("compacted", "unchanged"))
+    written = sorted(c["id"] for f in (tmp_path / "run" / "transcripts").rglob("*.jsonl") for c in read_jsonl(f))
+    assert len(listed) >= 2 and written == listed   # the manifest and transcripts/ agree
+
+
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
 def test_missing_key_fails_before_any_work(inputs, fake, tmp_path, provider):
     result = llm_cli(tmp_path / "run", provider, fake, inputs["one"], key=None)
