@@ -102,6 +102,7 @@ def main() -> None:
                 throughput("tau-bench (context 4000, most compact)", TAU,
                            ["model.context_length=4000", "compression.protect_last_n=4"], work),
                 throughput("synthetic 60 x ~130K-token sessions", large, [], work, repeats=2),
+                throughput("same, runner.processes=2", large, ["runner.processes=2"], work, repeats=2),
             ],
         }
         # Memory must follow the largest conversation, not the input: the same 60

@@ -6,13 +6,13 @@ Every input record ends up exactly once in the manifest, and either in
 from __future__ import annotations
 
 import itertools
+from functools import partial
 import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from hermes_pipeline.engine.compressor import CompactionOutcome
 from hermes_pipeline.formats import CONVERSATION, TranscriptFormat, detect_format_in, get_format
 from hermes_pipeline.inputs import InputFile
 from hermes_pipeline.io import (
@@ -21,7 +21,7 @@ from hermes_pipeline.io import (
 from hermes_pipeline.progress import Progress
 from hermes_pipeline.repair import repair_tool_pairing
 from hermes_pipeline.report import RunTotals, conversation_row, problem_row
-from hermes_pipeline.runners.local import ordered_map
+from hermes_pipeline.runners.local import ordered_map, process_map
 from hermes_pipeline.summarizers.base import SummarizerFatalError
 from hermes_pipeline.transcript import Conversation
 
@@ -35,12 +35,37 @@ class RunOptions:
     output_format: str = "same"
     max_record_bytes: int = 64 << 20
     concurrency: int = 1
+    processes: int = 1
     progress: str = "auto"
 
 
+@dataclass(frozen=True)
+class Failure:
+    """Why one conversation could not be compacted (a plain value: it may cross processes)."""
+    reason: str
+
+
+def compact_one(engine, item: Conversation | Rejected) -> tuple:
+    """(item, outcome) for one item; the item comes back too, as a worker may have repaired it."""
+    if isinstance(item, Rejected):
+        return item, None
+    started = time.perf_counter()
+    try:
+        repair_tool_pairing(item)
+        outcome = engine.compact(item)
+    except SummarizerFatalError:
+        raise
+    except Exception as error:   # one bad conversation never stops the run
+        log.exception("conversation %s (%s) failed", item.id, item.source)
+        return item, Failure(f"{type(error).__name__}: {error}")
+    outcome.seconds = time.perf_counter() - started
+    return item, outcome
+
+
 class BatchRun:
-    def __init__(self, engine, run_dir: Path, options: RunOptions):
+    def __init__(self, engine, run_dir: Path, options: RunOptions, engine_factory=None):
         self.engine = engine
+        self.engine_factory = engine_factory   # builds an engine in a worker process (picklable)
         self.run_dir = run_dir
         self.options = options
         self.totals = RunTotals()
@@ -85,11 +110,11 @@ class BatchRun:
         written = 0
         try:
             conversations = fmt.read(items, path, layout)
-            for item, outcome in ordered_map(self._compact, conversations, self.options.concurrency):
+            for item, outcome in self._schedule(conversations):
                 if isinstance(item, Rejected):
                     self._quarantine(item)
-                elif isinstance(outcome, Exception):
-                    self._failed(item, fmt, layout, f"compaction failed: {type(outcome).__name__}: {outcome}")
+                elif isinstance(outcome, Failure):
+                    self._failed(item, fmt, layout, f"compaction failed: {outcome.reason}")
                 else:
                     row = conversation_row(item, outcome, outcome.seconds)
                     original, item.messages = item.messages, outcome.messages
@@ -146,20 +171,11 @@ class BatchRun:
 
     # -- one conversation -----------------------------------------------------
 
-    def _compact(self, item: Conversation | Rejected) -> CompactionOutcome | Exception | None:
-        if isinstance(item, Rejected):
-            return None
-        started = time.perf_counter()
-        try:
-            repair_tool_pairing(item)
-            outcome = self.engine.compact(item)
-        except SummarizerFatalError:
-            raise
-        except Exception as error:   # one bad conversation never stops the run
-            log.exception("conversation %s (%s) failed", item.id, item.source)
-            return error
-        outcome.seconds = time.perf_counter() - started
-        return outcome
+    def _schedule(self, conversations):
+        """(conversation, outcome) pairs in input order, from threads or worker processes."""
+        if self.options.processes > 1 and self.engine_factory is not None:
+            return process_map(compact_one, conversations, self.options.processes, self.engine_factory)
+        return ordered_map(partial(compact_one, self.engine), conversations, self.options.concurrency)
 
     def _quarantine(self, item: Rejected) -> None:
         reason = f"{item.source}: {item.reason}"

@@ -39,6 +39,11 @@ def build_summarizer(cfg: DictConfig) -> Summarizer:
     return summarizer
 
 
+def engine_from_container(container: dict) -> ContextEngine:
+    """An engine from a resolved config: how a worker process builds its own."""
+    return build(OmegaConf.create(container)).engine
+
+
 def build(cfg: DictConfig) -> Components:
     validate(cfg)
     policy = caching_policy(cfg.model.name, cfg.model.provider, cfg.prompt_caching.enabled,

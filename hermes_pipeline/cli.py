@@ -5,6 +5,7 @@ import json
 import logging
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import hydra
@@ -12,7 +13,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from hermes_pipeline.batch import BatchRun, RunOptions
-from hermes_pipeline.build import build
+from hermes_pipeline.build import build, engine_from_container
 from hermes_pipeline.config import ConfigError
 from hermes_pipeline.formats import get_format
 from hermes_pipeline.inputs import resolve_inputs
@@ -63,9 +64,12 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     print(components.caching.status_line(), flush=True)
     options = RunOptions(input_format=str(cfg.input.format), output_format=str(cfg.output.format),
                          max_record_bytes=int(cfg.input.max_record_bytes),
-                         concurrency=runner_concurrency(cfg), progress=str(cfg.progress))
+                         concurrency=runner_concurrency(cfg), processes=int(cfg.runner.processes),
+                         progress=str(cfg.progress))
+    # workers get the config resolved here: ${hydra:...} does not resolve inside them
+    engine_factory = partial(engine_from_container, OmegaConf.to_container(cfg, resolve=True))
     try:
-        totals = BatchRun(components.engine, run_dir, options).run(inputs)
+        totals = BatchRun(components.engine, run_dir, options, engine_factory).run(inputs)
     finally:
         components.summarizer.close()
     summary = totals.summary(time.perf_counter() - started, dict(cfg.model.prices),

@@ -32,6 +32,7 @@ RULES: dict[str, tuple[str, Any]] = {
     "prompt_caching.strategy": ("choice", ("system_and_3",)),
     "input.max_record_bytes": ("int", 1024),
     "runner.concurrency": ("int", 1),
+    "runner.processes": ("int", 1),
     "progress": ("choice", ("auto", "bar", "log", "none")),
 }
 

@@ -163,3 +163,15 @@ def test_empty_files_and_tool_pairing_problems_in_the_input(tmp_path):
     assert kept["messages"][-1] == orphan["messages"][-1]                 # the result itself is kept
     assert kept["messages"][-2]["tool_calls"][0]["id"] == "zz"            # behind a labelled placeholder call
     assert kept["messages"][-2]["tool_calls"][0]["function"]["name"] == "unknown_tool"
+
+
+@pytest.mark.parametrize("runner", ["runner.processes=2", "runner.concurrency=4"])
+def test_worker_processes_and_threads_give_the_same_bytes(tau_run, tmp_path, runner):
+    _, first = tau_run
+    result = run_cli(tmp_path / "par", f"input={TAU_BENCH}", "model.context_length=4000",
+                     "compression.protect_last_n=4", runner)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "par" / "transcripts" / TAU_BENCH.name).read_bytes() == \
+        (first / "transcripts" / TAU_BENCH.name).read_bytes()
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
+    assert strip(read_jsonl(tmp_path / "par" / "manifest.jsonl")) == strip(read_jsonl(first / "manifest.jsonl"))

@@ -1,32 +1,65 @@
-"""The local runner: conversations in input order, optionally several at once.
+"""The local runner: conversations in input order, several at once if asked.
 
-Threads pay off when the summarizer waits on a remote model; results are
-still yielded in input order, so output files are identical whatever the
-concurrency.
+Threads (`runner.concurrency`) pay off when the summarizer waits on a remote
+model; worker processes (`runner.processes`) when the embedded summarizer
+keeps every core busy. Either way results come back in input order, with a
+bounded number in flight, so output files are identical and memory stays
+bounded whatever the setting.
 """
 from __future__ import annotations
 
+import multiprocessing
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+WINDOW_PER_WORKER = 2   # items in flight per worker: enough to keep it busy, few enough to bound memory
 
 
-def ordered_map(function: Callable[[T], R], items: Iterable[T], concurrency: int) -> Iterator[tuple[T, R]]:
-    """(item, function(item)) in input order, with at most `concurrency` in flight."""
+def _in_order(submit: Callable[[T], Any], items: Iterable[T], width: int) -> Iterator:
+    """Submit items, keeping at most `width` pending; collect results in input order."""
+    window: deque = deque()
+    for item in items:
+        window.append(submit(item))
+        if len(window) >= width:
+            yield window.popleft()
+    yield from window
+
+
+def ordered_map(function: Callable[[T], R], items: Iterable[T], concurrency: int) -> Iterator[R]:
+    """function(item) for each item, in input order, `concurrency` threads at once."""
     if concurrency <= 1:
-        for item in items:
-            yield item, function(item)
+        yield from map(function, items)
         return
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        window: deque = deque()
-        for item in items:
-            window.append((item, pool.submit(function, item)))
-            if len(window) >= concurrency * 2:
-                done_item, future = window.popleft()
-                yield done_item, future.result()
-        while window:
-            done_item, future = window.popleft()
-            yield done_item, future.result()
+        for future in _in_order(lambda item: pool.submit(function, item), items, concurrency * WINDOW_PER_WORKER):
+            yield future.result()
+
+
+_worker_state: Any = None
+
+
+def _start_worker(make_state: Callable[[], Any]) -> None:
+    global _worker_state
+    _worker_state = make_state()
+
+
+def _call_in_worker(function: Callable[[Any, T], R], item: T) -> R:
+    return function(_worker_state, item)
+
+
+def process_map(function: Callable[[Any, T], R], items: Iterable[T], processes: int,
+                make_state: Callable[[], Any]) -> Iterator[R]:
+    """function(state, item) for each item, in input order, in worker processes.
+
+    Each worker builds its own state (the engine) once with `make_state`,
+    which must be picklable: a resolved config, not live objects.
+    """
+    context = multiprocessing.get_context("spawn" if multiprocessing.get_start_method() == "spawn" else "fork")
+    with context.Pool(processes, initializer=_start_worker, initargs=(make_state,)) as pool:
+        pending = _in_order(lambda item: pool.apply_async(_call_in_worker, (function, item)), items,
+                            processes * WINDOW_PER_WORKER)
+        for result in pending:
+            yield result.get()
