@@ -73,7 +73,7 @@ def test_one_huge_block_is_sliced_not_dropped():
 
 
 def test_think_blocks_and_secrets_removed_from_input():
-    message = _assistant("<think>private chain of thought</think>Done. key sk-ant-api03-abcdefghijklmnopqrstuvwx "
+    message = _assistant("<think>private chain of thought</think>Done. key sk-ant-" "api03-abcdefghijklmnopqrstuvwx "
                          "and postgres://admin:hunter2secret@db:5432/x password=supersecret1")
     rendered = P.render_message(message)
     for leaked in ("private chain", "sk-ant-api03", "hunter2secret", "supersecret1"):

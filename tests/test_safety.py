@@ -29,7 +29,7 @@ SECRETS = {
     "sk-proj-" + "T3BlbkFJ" * 8: "T3BlbkFJT3BlbkFJ",
     "ghp_" + "Z2l0aHViIHRva2Vu" * 2 + "abcd": "Z2l0aHViIHRva2VuZ2l0aHViIHRva2Vu",
     "xoxb-1234567890-0987654321-" + "c2xhY2sgdG9rZW4x": "c2xhY2sgdG9rZW4x",
-    "AKIAQWERTYUIOPASDFGH": "AKIAQWERTYUIOPASDFGH",
+    "AKIA" + "QWERTYUIOPASDFGH": "QWERTYUIOPASDFGH",   # fake, split so no key-shaped literal is tracked
     "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY": "wJalrXUtnFEMI/K7MDENG",
     "AIzaSyD" + "R29vZ2xlIGFwaSBrZXkg" * 2: "R29vZ2xlIGFwaSBrZXkg",
     "sk_live_" + "c3RyaXBlIGtleQ" * 3: "c3RyaXBlIGtleQc3RyaXBl",
