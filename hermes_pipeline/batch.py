@@ -6,10 +6,10 @@ Every input record ends up exactly once in the manifest, and either in
 from __future__ import annotations
 
 import itertools
-from functools import partial
 import logging
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Iterator
 
@@ -165,8 +165,8 @@ class BatchRun:
     def _output_format(self, fmt: TranscriptFormat, layout: str) -> tuple[TranscriptFormat, str]:
         if self.options.output_format not in ("same", fmt.name):
             return get_format(self.options.output_format), CONVERSATION
-        if not fmt.writable:   # read-only logs are written as one Anthropic conversation per line
-            return get_format(getattr(fmt, "write_as", "anthropic")), CONVERSATION
+        if fmt.write_as:   # read-only logs are written in another format, one conversation per line
+            return get_format(fmt.write_as), CONVERSATION
         return fmt, layout
 
     # -- one conversation -----------------------------------------------------

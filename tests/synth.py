@@ -457,7 +457,7 @@ def render_log(spec: dict, nlines: int) -> str:
     lab1, lab2 = (("py311", "py312") if style == "tox" else (None, None))
     stage1: list[str] = []
     if style == "make":
-        stage1 += [f"python -m pytest tests -v --tb=short -m 'not integration'"]
+        stage1 += ["python -m pytest tests -v --tb=short -m 'not integration'"]
     h1 = _pytest_header(r, root, r.randint(300, 900), lab1)
     fail_block_pre: list[str] = []
     fail_block_post: list[str] = []

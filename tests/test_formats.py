@@ -564,7 +564,7 @@ def test_anthropic_round_trip_property(record, data):
 
 @st.composite
 def sharegpt_record(draw):
-    turns, counter = [], 0
+    turns = []
     if draw(st.booleans()):
         turns.append({"from": "system", "value": draw(TEXT)})
     for turn in range(draw(st.integers(0, 6))):

@@ -20,7 +20,11 @@ MESSAGE = "message"             # one message (or event) per line; the file is o
 
 class TranscriptFormat(ABC):
     name: str = ""
-    writable: bool = True
+    write_as: str | None = None   # a read-only format names the format its conversations are written in
+
+    @property
+    def writable(self) -> bool:
+        return self.write_as is None
 
     @abstractmethod
     def detect(self, value: Any) -> str | None:

@@ -141,7 +141,6 @@ def _merge(events: list[Record]) -> list[_Turn]:
 
 class ClaudeCodeFormat(TranscriptFormat):
     name = "claude-code"
-    writable = False
     write_as = "anthropic"      # the format its conversations are written in (one per line)
 
     def detect(self, value: Any) -> str | None:

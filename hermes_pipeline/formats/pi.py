@@ -284,7 +284,6 @@ def usage_tokens(usage: Any) -> int | None:
 
 class PiFormat(TranscriptFormat):
     name = "pi"
-    writable = False
     write_as = "anthropic"      # the format its conversations are written in (one per line)
 
     def detect(self, value: Any) -> str | None:
