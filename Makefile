@@ -25,10 +25,10 @@ test: venv
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 bench: venv
-	$(BIN)/python benchmarks/run_all.py
-	$(BIN)/python benchmarks/bench_llm_concurrency.py --provider anthropic
-	$(BIN)/python benchmarks/bench_llm_concurrency.py --provider openai
-	$(BIN)/python benchmarks/bench_cli_llm.py
+	$(BIN)/python -m benchmarks.run_all
+	$(BIN)/python -m benchmarks.bench_llm_concurrency --provider anthropic
+	$(BIN)/python -m benchmarks.bench_llm_concurrency --provider openai
+	$(BIN)/python -m benchmarks.bench_cli_llm
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -23,9 +23,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
-from hermes_pipeline.fake_provider import FakeProvider  # noqa: E402
+from hermes_pipeline.testing.fake_provider import FakeProvider
 
 MODELS = {"anthropic": ("claude-sonnet-4-5", "ANTHROPIC_API_KEY"), "openai": ("gpt-4o", "OPENAI_API_KEY")}
 
@@ -57,7 +56,7 @@ def main() -> None:
     args = parser.parse_args()
     model, key_env = MODELS[args.provider]
 
-    from synth import write_sessions
+    from tests.helpers.synth import write_sessions
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         source = work / "sessions.jsonl"

@@ -13,9 +13,9 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from hermes_pipeline.fake_provider import FakeProvider
 from hermes_pipeline.summarizers.base import SummaryRequest
 from hermes_pipeline.summarizers.llm import AnthropicSummarizer, OpenAISummarizer
+from hermes_pipeline.testing.fake_provider import FakeProvider
 
 
 def conversation(i: int) -> list[dict]:

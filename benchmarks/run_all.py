@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 TAU = Path(os.environ.get("HERMES_CORPUS", ROOT.parent / "shared" / "corpus")) / "tau-bench" / "gpt-4o-airline.jsonl"
 DATA = ROOT / "bench-data"
 
@@ -67,26 +66,27 @@ def throughput(name: str, source: Path, overrides: list[str], work: Path, repeat
 
 
 def generate(count: int, path: Path) -> None:
-    from synth import write_sessions
+    from tests.helpers.synth import write_sessions
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         write_sessions(path, range(1000, 1000 + count))
 
 
 def retention(seeds=range(1, 21)) -> dict:
-    from builders import engine_for
+    from tests.helpers.builders import engine_for
+    from tests.helpers.synth import make_session
+    from tests.helpers.validity import contains
+
     from hermes_pipeline.transcript import Conversation
-    from synth import make_session
-    from validity import contains
     engine = engine_for(context_length=200_000, protect_last_n=20)
     total = kept = 0
     ratios = []
     for seed in seeds:
         record, facts = make_session(seed)
-        outcome = engine.compact(Conversation(record["id"], record["messages"], "bench"))
+        result = engine.compress(Conversation(record["id"], record["messages"], "bench"))
         total += len(facts)
-        kept += sum(contains(outcome.messages, f.text) for f in facts)
-        ratios.append(outcome.tokens_after / outcome.tokens_before)
+        kept += sum(contains(result.messages, f.text) for f in facts)
+        ratios.append(result.outcome.tokens_after / result.outcome.tokens_before)
     return {"sessions": len(list(seeds)), "facts": total, "kept": kept, "retention": round(kept / total, 4),
             "mean_tokens_after_over_before": round(sum(ratios) / len(ratios), 3)}
 

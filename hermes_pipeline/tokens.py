@@ -10,7 +10,7 @@ import functools
 import re
 from typing import Iterable
 
-from hermes_pipeline.io import dumps
+from hermes_pipeline.jsonl import dumps
 from hermes_pipeline.transcript import tool_calls
 
 MESSAGE_OVERHEAD = 4        # role separators a chat template adds per message

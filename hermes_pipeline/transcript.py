@@ -6,7 +6,7 @@ so the stages only ever see one message model.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 SUMMARY_PREFIX = "[CONTEXT COMPACTION]"
 SUMMARY_END = "[End of context summary — respond to the message below, not to this summary.]"
@@ -27,6 +27,14 @@ class Conversation:
     recorded_prompt_tokens: int | None = None   # API-reported usage found in the transcript
     notes: list[str] = field(default_factory=list)   # repairs made while reading
     stats: dict[str, int] = field(default_factory=dict)   # counted while reading (e.g. duplicates dropped)
+
+
+# Content part types that carry an image (OpenAI chat, Anthropic, OpenAI responses).
+IMAGE_PART_TYPES = ("image_url", "image", "input_image")
+
+
+def is_image_part(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") in IMAGE_PART_TYPES
 
 
 def role(message: dict) -> str:
@@ -83,14 +91,6 @@ def is_summary_message(message: dict) -> bool:
     return SUMMARY_PREFIX in message_text(message)[:400]
 
 
-def tool_group_end(messages: list[dict], start: int) -> int:
-    """Index just past the tool rows that directly follow messages[start]."""
-    end = start + 1
-    while end < len(messages) and is_tool_result(messages[end]):
-        end += 1
-    return end
-
-
 def same_role_neighbours(messages: list[dict]) -> list[int]:
     """Indexes i where visible user/assistant turns i-1 and i share a role."""
     bad = []
@@ -107,31 +107,62 @@ def same_role_neighbours(messages: list[dict]) -> list[int]:
     return bad
 
 
-def pairing_problems(messages: list[dict]) -> list[str]:
-    """Tool calls without a result and results without a call, paired by position.
+@dataclass
+class Turn:
+    """One message and the tool rows right after it, results paired with its calls.
 
-    Results pair with the calls of the assistant message right before their run
-    of tool rows; ids may repeat across a conversation, so no global id map.
+    Results pair with the calls of the assistant message just before their run
+    of tool rows, by position: ids are not unique in real data (REFERENCE §4).
     """
-    problems = []
-    i = 0
-    while i < len(messages):
-        message = messages[i]
-        if is_tool_result(message):
-            problems.append(f"message {i}: tool result without a preceding call")
+    index: int                      # position of `message` (of the first row when message is None)
+    message: dict | None            # None: tool rows with no message before them
+    rows: list[dict]                # the tool rows that follow, in order
+    matched: list[bool]             # per row: it answers one of the message's calls
+    answers: list[dict | None]      # per call of the message: the row answering it
+
+    @property
+    def calls(self) -> list[dict]:
+        return tool_calls(self.message) if self.message is not None and role(self.message) == "assistant" else []
+
+    @property
+    def unanswered(self) -> list[dict]:
+        return [call for call, row in zip(self.calls, self.answers) if row is None]
+
+
+def turns(messages: list[dict]) -> Iterator[Turn]:
+    """The one walk over tool pairing; repair, assembly and checks all use it."""
+    i, n = 0, len(messages)
+    while i < n:
+        index = i
+        message = None if is_tool_result(messages[i]) else messages[i]
+        if message is not None:
             i += 1
-            continue
-        calls = tool_calls(message) if role(message) == "assistant" else []
-        end = tool_group_end(messages, i)
-        if calls or end > i + 1:
-            wanted = [c.get("id") for c in calls]
-            for j in range(i + 1, end):
-                call_id = messages[j].get("tool_call_id")
-                if call_id in wanted:
-                    wanted.remove(call_id)
-                else:
-                    problems.append(f"message {j}: tool result {call_id!r} has no call")
-            for call_id in wanted:
-                problems.append(f"message {i}: tool call {call_id!r} has no result")
-        i = end
+        rows = []
+        while i < n and is_tool_result(messages[i]):
+            rows.append(messages[i])
+            i += 1
+        turn = Turn(index, message, rows, [], [])
+        calls = turn.calls
+        turn.answers = [None] * len(calls)
+        for row in rows:
+            k = next((k for k, call in enumerate(calls)
+                      if turn.answers[k] is None and call.get("id") == row.get("tool_call_id")), None)
+            turn.matched.append(k is not None)
+            if k is not None:
+                turn.answers[k] = row
+        yield turn
+
+
+def pairing_problems(messages: list[dict]) -> list[str]:
+    """Tool calls without a result and results without a call, paired by position."""
+    problems = []
+    for turn in turns(messages):
+        for j, (row, matched) in enumerate(zip(turn.rows, turn.matched)):
+            position = turn.index + j + (turn.message is not None)
+            if turn.message is None:
+                problems.append(f"message {position}: tool result without a preceding call")
+            elif not matched:
+                problems.append(f"message {position}: tool result {row.get('tool_call_id')!r} has no call")
+        for call in turn.unanswered:
+            problems.append(f"message {turn.index}: tool call {call.get('id')!r} has no result")
     return problems

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from accounting import check_accounting, read_rows
-from archives import write_archive
-from conftest import run_cli
 from hermes_pipeline.formats import CONVERSATION, MESSAGE, detect_format_in, get_format
-from hermes_pipeline.formats.lossless import public
-from hermes_pipeline.io import Record, read_records
+from hermes_pipeline.formats.roundtrip import public
+from hermes_pipeline.jsonl import Record, read_records
 from hermes_pipeline.repair import repair_tool_pairing
 from hermes_pipeline.transcript import Conversation, is_summary_message, pairing_problems
-from validity import problems
+from tests.helpers.accounting import check_accounting, read_rows
+from tests.helpers.archives import write_archive
+from tests.helpers.env import run_cli
+from tests.helpers.validity import problems
 
 SEED = int(os.environ.get("HERMES_ARCHIVE_SEED", "7"))
 MAX = 64 << 20
@@ -90,7 +90,7 @@ def test_every_written_transcript_is_valid(archive_run):
             _, _, after = read(out, fmt.write_as, CONVERSATION)
         assert len(after) == len(before), path
         for source, written in zip(before, after):
-            repair_tool_pairing(source)
+            source = repair_tool_pairing(source)
             view = without_ids if fmt.name == "sharegpt" else (lambda messages: [public(m) for m in messages])
             assert problems(view(source.messages), view(written.messages)) == [], (path, source.id)
             assert pairing_problems(written.messages) == []

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from accounting import check_accounting, read_rows
-from conftest import ROOT, read_jsonl, run_cli
-from hermes_pipeline.fake_provider import FakeProvider
-from validity import problems
+from hermes_pipeline.testing.fake_provider import FakeProvider
+from tests.helpers.accounting import check_accounting, read_rows
+from tests.helpers.env import ROOT, read_jsonl, run_cli
+from tests.helpers.validity import problems
 
 SMALL = ("model.context_length=4000", "compression.protect_last_n=4")
 
@@ -384,5 +384,6 @@ def test_an_unknown_format_name_is_a_config_error(tmp_path):
     source.write_text(line(chat("x")) + "\n")
     for override in ("input.format=csv", "output.format=xml"):
         result = run_cli(tmp_path / override.split(".")[0], f"input={source}", override)
-        assert result.returncode == 1 and "unknown transcript format" in result.stderr
+        assert result.returncode == 1 and "is not allowed: must be one of" in result.stderr
+        assert override.split("=")[0] in result.stderr
         assert "Traceback" not in result.stderr

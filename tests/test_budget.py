@@ -1,13 +1,12 @@
 import pytest
-from hydra import compose, initialize_config_dir
 
-from hermes_pipeline.budget import budgets_from_config, compute_budgets
-from hermes_pipeline.cli import CONF_DIR
+from hermes_pipeline.components import budgets_from_config
+from hermes_pipeline.engine.plan import compute_budgets
+from tests.helpers.builders import compose_config
 
 
 def test_worked_example_for_a_200k_model_with_defaults():
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose(config_name="config")
+    cfg = compose_config()
     budgets = budgets_from_config(cfg)
     assert cfg.model.context_length == 200_000
     assert budgets.threshold_tokens == 100_000
@@ -17,8 +16,7 @@ def test_worked_example_for_a_200k_model_with_defaults():
 
 
 def test_context_length_override_changes_every_budget():
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["model.context_length=1000000"])
+    cfg = compose_config("model.context_length=1000000")
     budgets = budgets_from_config(cfg)
     assert budgets.threshold_tokens == 500_000
     assert budgets.tail_token_budget == 100_000

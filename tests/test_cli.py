@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TAU_BENCH, read_jsonl, run_cli
-from validity import problems
+from tests.helpers.env import TAU_BENCH, read_jsonl, run_cli
+from tests.helpers.validity import problems
 
 
 def _digest(path: Path) -> str:
@@ -22,15 +22,15 @@ def tau_run(tmp_path_factory):
     return result, run_dir
 
 
-def test_tau_bench_all_200_processed_and_valid(tau_run):
+def test_tau_bench_all_processed_and_valid(tau_run):
     result, run_dir = tau_run
     assert result.returncode == 0, result.stderr
     assert "Prompt caching: ENABLED (Claude via Anthropic, 5m TTL)" in result.stdout
-    rows = read_jsonl(run_dir / "manifest.jsonl")
-    assert len(rows) == 200 and len({r["source"] for r in rows}) == 200
-    assert {r["status"] for r in rows} <= {"compacted", "unchanged"}
-    assert sum(r["status"] == "compacted" for r in rows) >= 150
     inputs = read_jsonl(TAU_BENCH)
+    rows = read_jsonl(run_dir / "manifest.jsonl")
+    assert len(inputs) == 40 and len(rows) == 40 and len({r["source"] for r in rows}) == 40
+    assert {r["status"] for r in rows} <= {"compacted", "unchanged"}
+    assert sum(r["status"] == "compacted" for r in rows) >= 30
     outputs = read_jsonl(run_dir / "transcripts" / TAU_BENCH.name)
     assert [o["id"] for o in outputs] == [i["id"] for i in inputs]
     for original, compacted, row in zip(inputs, outputs, rows):
@@ -129,7 +129,8 @@ def test_no_key_in_the_run_folder(tmp_path):
 def test_a_sweep_writes_one_run_folder_per_point(tmp_path):
     import subprocess
     import sys
-    from conftest import ROOT
+
+    from tests.helpers.env import ROOT
     sweep = tmp_path / "sweep"
     result = subprocess.run(
         [sys.executable, "-m", "hermes_pipeline", "-m", f"hydra.sweep.dir={sweep}", "progress=none",

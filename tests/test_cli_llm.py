@@ -12,21 +12,20 @@ import re
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, read_jsonl, run_cli
-from hermes_pipeline.fake_provider import (
-    FakeProvider, auth_error, context_length, empty, hang, insufficient_quota, overloaded,
-    rate_limit, server_error, truncated,
-)
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import SECTIONS
+from hermes_pipeline.testing.fake_provider import (
+    FakeProvider, auth_error, context_length, empty, hang, insufficient_quota, overloaded, rate_limit,
+    server_error, truncated,
+)
 from hermes_pipeline.transcript import is_summary_message, text_of
-from synth import write_sessions
-from validity import problems
+from tests.helpers.env import ROOT, read_jsonl, run_cli
+from tests.helpers.synth import write_sessions
+from tests.helpers.validity import problems
 
 # Matches none of the secret patterns of summarizers/redact.py: only keeping the key
 # out of every output (not pattern-based redaction) makes the no-key checks pass.
@@ -373,10 +372,8 @@ def test_missing_key_fails_before_any_work(inputs, fake, tmp_path, provider):
 def test_concurrent_summaries_through_the_cli(inputs, fake, tmp_path):
     latency, n = 0.3, 24
     fake.default_latency = latency
-    started = time.perf_counter()
     # (with a 1-hour cache TTL: the cache writes are priced at the 1h rate)
     result = llm_cli(tmp_path / "run", "anthropic", fake, inputs["many"], "prompt_caching.cache_ttl=1h")
-    wall = time.perf_counter() - started
     assert result.returncode == 0, result.stderr
     rows = read_jsonl(tmp_path / "run" / "manifest.jsonl")
     assert len(rows) == n and all(r["calls"] == 1 and r["fallback"] is None for r in rows)
@@ -387,8 +384,7 @@ def test_concurrent_summaries_through_the_cli(inputs, fake, tmp_path):
     assert span < 0.5 * n * latency, span
     peak = max(sum(1 for t in arrivals if s <= t < s + latency) for s in arrivals)
     assert peak >= 4, peak
-    summary = summary_of(tmp_path / "run")
-    assert summary["wall_seconds"] < 0.5 * n * latency + 3.0
+    summary = summary_of(tmp_path / "run")     # (wall time is a benchmark figure: make bench)
     assert all(r["body"]["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"} for r in fake.requests)
     usage, price = summary["summarizer_usage"], prices("anthropic")
     assert usage["cache_write_tokens"] > 0
@@ -396,7 +392,7 @@ def test_concurrent_summaries_through_the_cli(inputs, fake, tmp_path):
                 + usage["cache_read_tokens"] * price["cache_read"]
                 + usage["cache_write_tokens"] * price["cache_write_1h"]) / 1e6
     assert summary["estimated_cost_usd"]["summarizer"] == pytest.approx(expected, abs=1e-5)
-    print(f"cli wall {wall:.2f}s, request span {span:.2f}s, peak in flight {peak}")
+    print(f"request span {span:.2f}s, peak in flight {peak}")
 
 
 # ---- the documented dry run -----------------------------------------------------------
@@ -404,7 +400,7 @@ def test_concurrent_summaries_through_the_cli(inputs, fake, tmp_path):
 def readme_dry_run() -> tuple[list[str], list[str]]:
     """The fake-provider command and the hermes-pipeline overrides shown in the README."""
     text = (ROOT / "README.md").read_text().replace("\\\n", " ")
-    server = next(line for line in text.splitlines() if "-m hermes_pipeline.fake_provider --port" in line)
+    server = next(line for line in text.splitlines() if "-m hermes_pipeline.testing.fake_provider --port" in line)
     run = next(line for line in text.splitlines() if "hermes-pipeline" in line and "summarizer=anthropic" in line)
     server_args = shlex.split(server.split("&")[0])
     words = shlex.split(run.split("#")[0])
@@ -415,7 +411,7 @@ def readme_dry_run() -> tuple[list[str], list[str]]:
 def test_readme_dry_run_against_the_fake_provider_cli(tmp_path):
     port_args, overrides = readme_dry_run()
     documented_url = next(o.split("=", 1)[1] for o in overrides if o.startswith("auxiliary.compression.base_url="))
-    server = subprocess.Popen([sys.executable, "-m", "hermes_pipeline.fake_provider", "--port", "0", "--quiet"],
+    server = subprocess.Popen([sys.executable, "-m", "hermes_pipeline.testing.fake_provider", "--port", "0", "--quiet"],
                               stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         url = re.search(r"anthropic base_url: (http://\S+)", server.stdout.readline()).group(1)

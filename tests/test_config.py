@@ -1,24 +1,17 @@
-from pathlib import Path
-
 import pytest
-from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from conftest import run_cli
-from hermes_pipeline.build import build
-from hermes_pipeline.cli import CONF_DIR
+from hermes_pipeline.components import build
 from hermes_pipeline.config import ConfigError, validate
+from hermes_pipeline.config.files import group_options as _options
 from hermes_pipeline.stages.base import Stage
+from tests.helpers.builders import compose_config
+from tests.helpers.env import run_cli
 
 
 def _compose(*overrides):
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return compose(config_name="config", overrides=["input.path=samples", *overrides])
-
-
-def _options(group: str) -> list[str]:
-    return sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml"))
+    return compose_config("input.path=samples", *overrides)
 
 
 @pytest.mark.parametrize("model", _options("model"))
@@ -39,7 +32,7 @@ def test_every_pipeline_instantiates_its_stages(pipeline):
 def test_default_config_builds_the_whole_engine():
     components = build(_compose())
     assert components.engine.name == "compressor"
-    assert [s.name for s in components.engine.stages] == ["prune", "boundary", "summarize", "assemble", "cache_mark"]
+    assert [s.name for s in components.engine.services.stages] == ["prune", "summarize", "assemble", "cache_mark"]
     assert components.caching.status_line() == "Prompt caching: ENABLED (Claude via Anthropic, 5m TTL)"
 
 

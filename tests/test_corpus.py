@@ -1,4 +1,7 @@
-"""Every file of the shared corpus through the real command line, format detected per file.
+"""Every real transcript through the real command line, format detected per file.
+
+Two collections: the real files kept in the repository (always), and the whole
+shared corpus beside it (CI; skipped, saying why, when absent).
 
 With a context small enough to compact most of it: nothing quarantined, every output
 valid (read back with the format readers: tool pairing and the role rule, head and
@@ -11,17 +14,24 @@ from pathlib import Path
 
 import pytest
 
-from accounting import check_accounting
-from conftest import CORPUS, read_jsonl, run_cli
 from hermes_pipeline.formats import CONVERSATION, detect_format_in, get_format
-from hermes_pipeline.formats.lossless import public
-from hermes_pipeline.io import Record, read_records
+from hermes_pipeline.formats.roundtrip import public
+from hermes_pipeline.jsonl import Record, read_records
 from hermes_pipeline.repair import repair_tool_pairing
 from hermes_pipeline.transcript import Conversation, is_summary_message
-from validity import problems
+from tests.helpers.accounting import check_accounting
+from tests.helpers.env import CORPUS, REAL, read_jsonl, run_cli, shared
+from tests.helpers.validity import problems
 
 MAX = 64 << 20
-FILES = sorted(CORPUS.rglob("*.jsonl"))
+COLLECTIONS = {"repo": REAL, "shared": CORPUS}
+# (collection, file) pairs of every collection that is here
+FILES = [(name, path) for name, root in COLLECTIONS.items() if root.exists() for path in sorted(root.rglob("*.jsonl"))]
+ids = lambda item: f"{item[0]}-{item[1].name[:28]}" if isinstance(item, tuple) else str(item)
+
+
+def test_the_shared_corpus_is_here():
+    assert len(list(shared(CORPUS).rglob("*.jsonl"))) == 11
 
 
 def expected_format(path: Path) -> str:
@@ -36,7 +46,8 @@ def read(path: Path, fmt_name: str | None = None, layout: str | None = None) -> 
 
 
 def output_of(run_dir: Path, path: Path) -> Path:
-    return run_dir / "transcripts" / path.relative_to(CORPUS)
+    root = next(r for r in COLLECTIONS.values() if path.is_relative_to(r))
+    return run_dir / "transcripts" / path.relative_to(root)
 
 
 def read_output(run_dir: Path, path: Path) -> list[Conversation]:
@@ -46,24 +57,30 @@ def read_output(run_dir: Path, path: Path) -> list[Conversation]:
     return read(output_of(run_dir, path), name, CONVERSATION)
 
 
-@pytest.fixture(scope="module")
-def compacted(tmp_path_factory):
-    assert len(FILES) == 11, f"the shared corpus is missing at {CORPUS}"
-    run_dir = tmp_path_factory.mktemp("corpus") / "run"
-    result = run_cli(run_dir, f"input={CORPUS}", "input.format=auto", "model.context_length=4000",
-                     "compression.protect_last_n=4")
-    return result, run_dir
+_runs: dict = {}
 
 
-@pytest.fixture(scope="module")
-def uncompacted(tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("corpus-plain") / "run"
-    result = run_cli(run_dir, f"input={CORPUS}", "compression.enabled=false")
-    return result, run_dir
+def compacted(tmp_path_factory, collection: str):
+    """One run per collection at a context small enough to compact most of it."""
+    if ("compacted", collection) not in _runs:
+        run_dir = tmp_path_factory.mktemp(f"corpus-{collection}") / "run"
+        result = run_cli(run_dir, f"input={COLLECTIONS[collection]}", "input.format=auto",
+                         "model.context_length=4000", "compression.protect_last_n=4")
+        _runs["compacted", collection] = result, run_dir
+    return _runs["compacted", collection]
 
 
-def test_nothing_quarantined_and_most_of_it_compacted(compacted):
-    result, run_dir = compacted
+def uncompacted(tmp_path_factory, collection: str):
+    if ("plain", collection) not in _runs:
+        run_dir = tmp_path_factory.mktemp(f"corpus-plain-{collection}") / "run"
+        _runs["plain", collection] = run_cli(run_dir, f"input={COLLECTIONS[collection]}",
+                                             "compression.enabled=false"), run_dir
+    return _runs["plain", collection]
+
+
+@pytest.mark.parametrize("collection", [c for c, root in COLLECTIONS.items() if root.exists()])
+def test_nothing_quarantined_and_most_of_it_compacted(tmp_path_factory, collection):
+    result, run_dir = compacted(tmp_path_factory, collection)
     assert result.returncode == 0, result.stderr
     assert (run_dir / "quarantine.jsonl").read_text() == ""
     rows = read_jsonl(run_dir / "manifest.jsonl")
@@ -74,26 +91,28 @@ def test_nothing_quarantined_and_most_of_it_compacted(compacted):
         assert row["format"] == expected_format(path)
         if row["format"] == "claude-code" and row["messages_before"] > 20:
             assert row["status"] == "compacted", row["source"]
-    outputs = {p: output_of(run_dir, p) for p in FILES}
-    assert check_accounting(run_dir, FILES, outputs) == []
+    files = [p for c, p in FILES if c == collection]
+    assert check_accounting(run_dir, files, {p: output_of(run_dir, p) for p in files}) == []
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[:32])
-def test_every_output_is_valid(compacted, path):
-    _, run_dir = compacted
+@pytest.mark.parametrize("item", FILES, ids=ids)
+def test_every_output_is_valid(tmp_path_factory, item):
+    collection, path = item
+    _, run_dir = compacted(tmp_path_factory, collection)
     before = read(path)
     after = read_output(run_dir, path)
     assert len(after) == len(before)
     for source, written in zip(before, after):
-        repair_tool_pairing(source)          # what the run did before compacting (stubs, if any)
+        source = repair_tool_pairing(source)          # what the run did before compacting (stubs, if any)
         assert problems([public(m) for m in source.messages], [public(m) for m in written.messages]) == [], source.id
         assert written.id == source.id
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[:32])
-def test_written_outputs_round_trip_exactly(compacted, path):
+@pytest.mark.parametrize("item", FILES, ids=ids)
+def test_written_outputs_round_trip_exactly(tmp_path_factory, item):
     """What the run wrote reads back and writes out unchanged (Anthropic for Claude Code logs)."""
-    _, run_dir = compacted
+    collection, path = item
+    _, run_dir = compacted(tmp_path_factory, collection)
     out = output_of(run_dir, path)
     records = [json.loads(line) for line in out.read_text().splitlines()]
     writer = get_format(expected_format(path))
@@ -102,9 +121,10 @@ def test_written_outputs_round_trip_exactly(compacted, path):
     assert any(is_summary_message(m) for r in records for m in r["messages"]) or len(records) == 1
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[:32])
-def test_without_compaction_the_input_comes_back(uncompacted, path):
-    result, run_dir = uncompacted
+@pytest.mark.parametrize("item", FILES, ids=ids)
+def test_without_compaction_the_input_comes_back(tmp_path_factory, item):
+    collection, path = item
+    result, run_dir = uncompacted(tmp_path_factory, collection)
     assert result.returncode == 0, result.stderr
     before = read(path)
     out = output_of(run_dir, path)
@@ -114,9 +134,10 @@ def test_without_compaction_the_input_comes_back(uncompacted, path):
     assert [[public(m) for m in c.messages] for c in after] == [[public(m) for m in c.messages] for c in before]
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[:32])
-def test_round_trips_through_openai_anthropic_and_sharegpt(path):
+@pytest.mark.parametrize("item", FILES, ids=ids)
+def test_round_trips_through_openai_anthropic_and_sharegpt(item):
     """Each corpus conversation written in each writable format reads back and writes out exactly."""
+    _, path = item
     for conversation in read(path):
         for name in ("openai", "anthropic", "sharegpt"):
             fmt = get_format(name)

@@ -1,7 +1,7 @@
-from builders import assistant, calls, long_log, result, user
 from hermes_pipeline.summarizers.base import SECTIONS, SummaryRequest
 from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
 from hermes_pipeline.tokens import TokenCounter
+from tests.helpers.builders import assistant, calls, long_log, result, user
 
 
 def _middle():

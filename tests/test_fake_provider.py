@@ -18,7 +18,7 @@ import anthropic
 import openai
 import pytest
 
-from hermes_pipeline import fake_provider as fp
+from hermes_pipeline.testing import fake_provider as fp
 
 HEADINGS = [
     "## Goal",
@@ -427,7 +427,7 @@ def test_streaming_is_refused_with_a_clear_error(fake):
 def test_cli_serves_until_interrupted():
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hermes_pipeline.fake_provider", "--port", "0", "--quiet"],
+        [sys.executable, "-m", "hermes_pipeline.testing.fake_provider", "--port", "0", "--quiet"],
         cwd=root,
         stdout=subprocess.PIPE,
         text=True,

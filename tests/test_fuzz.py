@@ -5,7 +5,7 @@ generators). Hypothesis mutates them the way real archives go wrong: keys droppe
 values of the wrong type, lines cut or with garbage bytes, roles swapped, tool results
 duplicated or removed, lines duplicated, deleted, commented out. Then:
 - the readers, in every format and layout: no exception, every record read or rejected;
-- a whole run (BatchRun in-process, a small context so compaction happens): no
+- a whole run (the executor in-process, a small context so compaction happens): no
   conversation fails with an exception, nothing is lost (tests/accounting.py).
 
 HERMES_FUZZ_EXAMPLES scales the number of examples (default keeps CI under budget).
@@ -25,15 +25,13 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from accounting import check_accounting, read_rows
-from archives import anthropic_export, pi_sessions, sharegpt_app
-from builders import engine_for
-from conftest import CORPUS
-from hermes_pipeline.batch import BatchRun, RunOptions
 from hermes_pipeline.formats import CONVERSATION, FORMATS, MESSAGE
-from hermes_pipeline.inputs import resolve_inputs
-from hermes_pipeline.io import Rejected, read_records
+from hermes_pipeline.jsonl import Rejected, read_records
 from hermes_pipeline.transcript import Conversation
+from tests.helpers.accounting import check_accounting, read_rows
+from tests.helpers.archives import anthropic_export, pi_sessions, sharegpt_app
+from tests.helpers.builders import engine_for, run_in_process
+from tests.helpers.env import REAL, TAU_BENCH
 
 DATA = Path(__file__).resolve().parent / "data" / "formats"
 SCALE = int(os.environ.get("HERMES_FUZZ_EXAMPLES", "1"))
@@ -44,9 +42,8 @@ MAX_LINES = 24
 
 @lru_cache(maxsize=1)
 def seeds() -> tuple[tuple[bytes, ...], ...]:
-    files = [CORPUS / "tau-bench" / "gpt-4o-airline.jsonl", *sorted(DATA.glob("*.jsonl")),
-             *sorted((CORPUS / "claude-reliability").glob("*.jsonl")),
-             CORPUS / "claude-code-viewer" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"]
+    files = [TAU_BENCH, *sorted(DATA.glob("*.jsonl")), *sorted((REAL / "claude-reliability").glob("*.jsonl")),
+             REAL / "claude-code-viewer" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"]
     folder = Path(tempfile.mkdtemp(prefix="fuzz-seeds-"))
     try:
         rng = random.Random(3)
@@ -223,7 +220,7 @@ def test_runs_never_crash_or_lose_a_record(lines):
     try:
         source = write(folder, lines)
         run_dir = folder / "run"
-        BatchRun(engine(), run_dir, RunOptions(progress="none")).run(resolve_inputs(str(source)))
+        run_in_process(engine(), run_dir, source)
         rows = read_rows(run_dir / "manifest.jsonl")
         assert [r["error"] for r in rows if r["status"] == "failed"] == []
         assert check_accounting(run_dir, [source]) == []

@@ -10,13 +10,13 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx2
 import pytest
 
-from hermes_pipeline.fake_provider import (
-    FakeProvider, auth_error, context_length, empty, forbidden, hang, insufficient_quota,
-    overloaded, rate_limit, server_error, truncated,
-)
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import SECTIONS, SummarizerFatalError, SummaryRequest
 from hermes_pipeline.summarizers.llm import AnthropicSummarizer, OpenAISummarizer
+from hermes_pipeline.testing.fake_provider import (
+    FakeProvider, auth_error, context_length, empty, forbidden, hang, insufficient_quota, overloaded, rate_limit,
+    server_error, truncated,
+)
 
 ANTHROPIC_KEY = "sk-ant-" + "api03-TESTKEY-0123456789abcdefABCDEF"   # fake; built so no key-shaped literal is tracked
 OPENAI_KEY = "sk-proj-TESTKEY-0123456789abcdefABCDEF"
@@ -153,10 +153,18 @@ def test_openai_max_completion_tokens_option(make, fake):
     assert "max_tokens" not in body and body["max_completion_tokens"] >= 3000
 
 
-def test_model_defaults_to_the_runs_model():
+def test_model_defaults_to_the_runs_model_of_the_same_provider():
     summarizer = OpenAISummarizer(model_cfg={"name": "gpt-4o"}, aux_cfg={"model": None}, cache={"enabled": False},
-                                  unknown_option="ignored")
+                                  default_model="gpt-4.1-mini")
     assert summarizer.model == "gpt-4o" and summarizer.key_env == "OPENAI_API_KEY"
+    claude_run = OpenAISummarizer(model_cfg={"name": "claude-sonnet-4-5"}, cache={"enabled": False},
+                                  default_model="gpt-4.1-mini")
+    assert claude_run.model == "gpt-4.1-mini"          # never a Claude model to the OpenAI endpoint
+    anthropic = AnthropicSummarizer(model_cfg={"name": "gpt-4o"}, cache={"enabled": False},
+                                    default_model="claude-sonnet-4-5")
+    assert anthropic.model == "claude-sonnet-4-5"
+    with pytest.raises(TypeError):                      # a typo in an option is refused, not ignored
+        OpenAISummarizer(model_cfg={"name": "gpt-4o"}, cache={"enabled": False}, unknown_option="x")
     router = OpenAISummarizer(model_cfg={"name": "x"}, aux_cfg={"provider": "openrouter"}, cache={"enabled": False})
     assert router.base_url == "https://openrouter.ai/api/v1" and router.key_env == "OPENROUTER_API_KEY"
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import read_jsonl, run_cli
 from hermes_pipeline.formats import FORMATS, MESSAGE, detect_format, detect_format_in, get_format
-from hermes_pipeline.formats.lossless import public
-from hermes_pipeline.io import Record, Rejected, read_records
+from hermes_pipeline.formats.roundtrip import public
+from hermes_pipeline.jsonl import Record, Rejected, read_records
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, pairing_problems
-from validity import problems
+from tests.helpers.env import read_jsonl, run_cli
+from tests.helpers.validity import problems
 
 DATA = Path(__file__).resolve().parent / "data" / "formats"
 MAX = 64 << 20

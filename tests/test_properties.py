@@ -2,13 +2,12 @@
 import json
 import string
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from builders import engine_for
-from hermes_pipeline.batch import BatchRun, RunOptions
-from hermes_pipeline.inputs import resolve_inputs
 from hermes_pipeline.transcript import Conversation, pairing_problems
-from validity import problems
+from tests.helpers.builders import engine_for, run_in_process
+from tests.helpers.validity import problems
 
 ENGINES = {}
 
@@ -52,10 +51,10 @@ def conversation(draw):
 @given(conversation(), st.sampled_from([1000, 2000, 4000]), st.integers(1, 8))
 def test_compaction_keeps_pairing_roles_head_and_tail(messages, context_length, protect_last_n):
     assert pairing_problems(messages) == []
-    outcome = engine(context_length, protect_last_n).compact(Conversation("p", messages, "prop:1"))
-    assert problems(messages, outcome.messages) == []
-    if not outcome.compacted:
-        assert outcome.messages == messages
+    result = engine(context_length, protect_last_n).compress(Conversation("p", messages, "prop:1"))
+    assert problems(messages, result.messages) == []
+    if not result.outcome.compacted:
+        assert result.messages == messages
 
 
 line = st.one_of(
@@ -75,7 +74,7 @@ def test_every_input_record_is_accounted_for_once(tmp_path_factory, lines):
     source = folder / "in.jsonl"
     source.write_text("\n".join(lines) + "\n")
     run_dir = folder / "run"
-    BatchRun(engine(2000, 2), run_dir, RunOptions(progress="none")).run(resolve_inputs(str(source)))
+    run_in_process(engine(2000, 2), run_dir, source)
     rows = [json.loads(x) for x in (run_dir / "manifest.jsonl").read_text().splitlines()]
     assert sorted(int(r["source"].rsplit(":", 1)[1]) for r in rows) == list(range(1, len(lines) + 1))
     assert all(r["source"].startswith(f"{source}:") for r in rows)

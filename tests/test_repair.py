@@ -1,5 +1,8 @@
 """Input repair: every call gets a result, every result a call, nothing removed."""
-from hypothesis import given, settings, strategies as st
+import copy
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hermes_pipeline.repair import UNKNOWN_TOOL, repair_tool_pairing
 from hermes_pipeline.transcript import Conversation, pairing_problems, tool_calls
@@ -22,8 +25,10 @@ def _without_calls(m):
 @settings(max_examples=400, deadline=None)
 @given(st.lists(message, max_size=15))
 def test_repair_pairs_everything_and_removes_nothing(messages):
-    conversation = Conversation("r", list(messages), "t:1")
-    repair_tool_pairing(conversation)
+    given_conversation = Conversation("r", list(messages), "t:1")
+    before = copy.deepcopy(given_conversation)
+    conversation = repair_tool_pairing(given_conversation)
+    assert given_conversation == before        # a repaired copy comes back; the input is not changed
     repaired = conversation.messages
     assert pairing_problems(repaired) == []
     position = 0   # every input message is still there, in order (an assistant may have gained calls)
@@ -43,7 +48,7 @@ def test_a_result_inside_another_calls_group_joins_that_group():
                 {"role": "tool", "tool_call_id": "a", "content": "1"},
                 {"role": "tool", "tool_call_id": "x", "content": "2"}]
     conversation = Conversation("r", list(messages), "t:1")
-    repair_tool_pairing(conversation)
+    conversation = repair_tool_pairing(conversation)
     assert [c["id"] for c in conversation.messages[1]["tool_calls"]] == ["a", "x"]
     assert conversation.messages[1]["tool_calls"][1]["function"]["name"] == UNKNOWN_TOOL
     assert conversation.messages[2:] == messages[2:]

@@ -1,14 +1,17 @@
 import json
+from collections import Counter
 
-from builders import assistant, calls, engine_for, long_log, result, system, user
-from hermes_pipeline.budget import compute_budgets
+from hermes_pipeline.engine.base import StageTools
+from hermes_pipeline.engine.plan import (
+    Settings, choose_summary_role, compute_budgets, find_head_end, find_tail_start, make_plan,
+)
 from hermes_pipeline.stages.assemble import STUB_RESULT, sanitize_tool_pairs
-from hermes_pipeline.stages.base import CompactionState, Settings
-from hermes_pipeline.stages.boundary import choose_summary_role, find_head_end, find_tail_start
+from hermes_pipeline.stages.base import Draft
 from hermes_pipeline.stages.cache_mark import apply_anthropic_cache_control, caching_policy, strip_cache_control
 from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT, PruneStage, shorten_arguments
 from hermes_pipeline.transcript import Conversation, is_summary_message, pairing_problems
-from validity import problems
+from tests.helpers.builders import assistant, calls, engine_for, long_log, result, system, user
+from tests.helpers.validity import problems
 
 
 def conversation(messages, cid="c1"):
@@ -48,8 +51,8 @@ def test_summary_role_alternates_with_its_neighbours():
 
 def test_sanitize_drops_orphan_results_and_stubs_missing_ones():
     messages = [user("go"), result("zz", "orphan"), calls(("a", "bash", {}), ("b", "bash", {})), result("a", "1")]
-    stats = {}
-    fixed = sanitize_tool_pairs(messages, lambda k: stats.__setitem__(k, stats.get(k, 0) + 1))
+    stats = Counter()
+    fixed = sanitize_tool_pairs(messages, stats)
     assert pairing_problems(fixed) == []
     assert fixed[-1] == {"role": "tool", "tool_call_id": "b", "content": STUB_RESULT}
     assert stats == {"orphan_results_dropped": 1, "stub_results_added": 1}
@@ -58,7 +61,7 @@ def test_sanitize_drops_orphan_results_and_stubs_missing_ones():
 def test_sanitize_pairs_by_position_when_ids_repeat():
     messages = [user("go"), calls(("same", "f", {})), result("same", "1"), assistant("x"), user("y"),
                 calls(("same", "f", {})), result("same", "2"), assistant("z")]
-    assert sanitize_tool_pairs(messages, lambda k: None) == messages
+    assert sanitize_tool_pairs(messages, Counter()) == messages
 
 
 def test_truncated_arguments_stay_valid_json():
@@ -69,11 +72,16 @@ def test_truncated_arguments_stay_valid_json():
     assert shorten_arguments('{"a": 1}', 1500) == '{"a": 1}'
 
 
-def _state(messages, tail_budget_context=4000, protect_last_n=4):
+def _plan(messages, tail_budget_context=4000, protect_last_n=4):
     from hermes_pipeline.tokens import TokenCounter
     counts = TokenCounter().count_messages(messages)
-    return CompactionState("c", messages, counts, compute_budgets(tail_budget_context, 0.5, 0.2, 0.85),
-                           Settings(protect_last_n=protect_last_n))
+    return make_plan("c", messages, counts, compute_budgets(tail_budget_context, 0.5, 0.2, 0.85),
+                     Settings(protect_last_n=protect_last_n))
+
+
+def _prune(plan):
+    stats = Counter()
+    return PruneStage().apply(Draft(plan.original), plan, StageTools(), stats).messages, stats
 
 
 def test_prune_clears_long_middle_outputs_but_never_head_or_tail():
@@ -81,12 +89,14 @@ def test_prune_clears_long_middle_outputs_but_never_head_or_tail():
     for i in range(8):
         messages += [calls((f"c{i}", "bash", {"command": f"run {i}"})), result(f"c{i}", "log line\n" * 60), assistant(f"step {i}")]
     messages += [user("thanks"), assistant("bye")]
-    state = _state(messages)
-    PruneStage().run(state, None)
-    middle = state.messages[state.head_end:state.tail_start]
-    assert any(m.get("content") == PRUNED_TOOL_OUTPUT for m in middle)
-    assert state.messages[:state.head_end] == messages[:state.head_end]
-    assert state.original == messages   # the originals are never edited
+    copy = json.loads(json.dumps(messages))
+    plan = _plan(messages)
+    pruned, stats = _prune(plan)
+    middle = pruned[plan.head_end:plan.tail_start]
+    assert any(m.get("content") == PRUNED_TOOL_OUTPUT for m in middle) and stats["tool_outputs_pruned"] > 0
+    assert pruned[:plan.head_end] == tuple(messages[:plan.head_end])
+    assert pruned[plan.tail_start:] == tuple(messages[plan.tail_start:])
+    assert messages == copy   # the originals are never edited
 
 
 def test_oversized_tail_demotes_old_outputs_and_keeps_last_three():
@@ -94,11 +104,11 @@ def test_oversized_tail_demotes_old_outputs_and_keeps_last_three():
     for i in range(6):
         messages += [calls((f"c{i}", "bash", {})), result(f"c{i}", "data " * 400)]
     messages += [assistant("done")]
-    state = _state(messages, tail_budget_context=4000, protect_last_n=14)
-    PruneStage().run(state, None)
-    tail = state.messages[state.tail_start:]
-    assert any(m.get("content") == PRUNED_TOOL_OUTPUT for m in tail)
-    assert state.messages[-3:] == messages[-3:]
+    plan = _plan(messages, tail_budget_context=4000, protect_last_n=12)
+    pruned, stats = _prune(plan)
+    tail = pruned[plan.tail_start:]
+    assert any(m.get("content") == PRUNED_TOOL_OUTPUT for m in tail) and stats["tail_tool_outputs_demoted"] > 0
+    assert pruned[-3:] == tuple(messages[-3:])
 
 
 def test_cache_marks_system_and_last_three_and_is_idempotent():
@@ -128,9 +138,9 @@ def test_one_hour_ttl_marker_and_openrouter_skips_tool_rows():
 def test_short_conversation_is_a_no_op_even_when_huge():
     engine = engine_for(context_length=4000, protect_last_n=20)
     messages = [system(), user("x " * 3000), assistant("y " * 3000)]
-    outcome = engine.compact(conversation(messages))
-    assert outcome.trigger != "none" and not outcome.compacted
-    assert outcome.messages == messages and outcome.noop_reason
+    compaction = engine.compress(conversation(messages))
+    assert compaction.outcome.trigger != "none" and not compaction.outcome.compacted
+    assert compaction.messages == messages and compaction.outcome.noop_reason
 
 
 def test_mask_only_pipeline_keeps_the_pruned_middle_without_a_summary():
@@ -140,12 +150,12 @@ def test_mask_only_pipeline_keeps_the_pruned_middle_without_a_summary():
         messages += [calls((f"c{i}", "bash", {"command": "pytest"})), result(f"c{i}", long_log("E   boom", 80)),
                      assistant(f"step {i}")]
     messages += [user("thanks"), assistant("bye")]
-    outcome = engine.compact(conversation(messages))
-    assert outcome.compacted and outcome.summary is None
-    assert not any(is_summary_message(m) for m in outcome.messages)
-    assert len(outcome.messages) == len(messages)
-    assert outcome.tokens_after < outcome.tokens_before / 2
-    assert pairing_problems(outcome.messages) == []
+    compaction = engine.compress(conversation(messages))
+    assert compaction.outcome.compacted and compaction.outcome.summary is None
+    assert not any(is_summary_message(m) for m in compaction.messages)
+    assert len(compaction.messages) == len(messages)
+    assert compaction.outcome.tokens_after < compaction.outcome.tokens_before / 2
+    assert pairing_problems(compaction.messages) == []
 
 
 def test_compacted_output_is_valid_and_marked():
@@ -154,10 +164,10 @@ def test_compacted_output_is_valid_and_marked():
     for i in range(10):
         messages += [user(f"also handle case {i}"), calls((f"c{i}", "read_file", {"path": f"src/p{i}.py"})),
                      result(f"c{i}", "code\n" * 200), assistant(f"handled {i}")]
-    outcome = engine.compact(conversation(messages))
-    assert outcome.compacted and outcome.trigger in ("agent", "hygiene")
-    assert problems(messages, outcome.messages) == []
-    assert "cache_control" in json.dumps(outcome.messages[-1])
+    compaction = engine.compress(conversation(messages))
+    assert compaction.outcome.compacted and compaction.outcome.trigger in ("agent", "hygiene")
+    assert problems(messages, compaction.messages) == []
+    assert "cache_control" in json.dumps(compaction.messages[-1])
 
 
 def test_tail_stretches_to_the_latest_user_message_only_within_limits():
@@ -178,6 +188,6 @@ def test_a_tail_widened_for_roles_is_still_verbatim():
                 calls(("a", "bash", {}), ("b", "bash", {}), text="0"),
                 result("a", ""), result("b", "0" * 4000), user("")]
     engine = engine_for(context_length=1000, protect_last_n=1)
-    outcome = engine.compact(conversation(messages))
-    assert outcome.compacted
-    assert problems(messages, outcome.messages) == []
+    compaction = engine.compress(conversation(messages))
+    assert compaction.outcome.compacted
+    assert problems(messages, compaction.messages) == []

@@ -1,4 +1,4 @@
-"""Quick checks of the synthetic session generator in tests/synth.py."""
+"""Quick checks of the synthetic session generator in tests/helpers/synth.py."""
 from __future__ import annotations
 
 import hashlib
@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import synth  # noqa: E402
+from tests.helpers import synth
 
 TOOLS = {"read_file": {"path"}, "write_file": {"path", "content"}, "edit_file": {"path", "old", "new"},
          "bash": {"command"}, "grep": {"pattern", "path"}, "list_dir": {"path"}}

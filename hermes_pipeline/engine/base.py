@@ -1,7 +1,61 @@
-"""The pluggable context engine (SPEC §1)."""
+"""The pluggable context engine (SPEC §1): the only thing the run loop calls.
+
+An engine is built by a factory `factory(services, **options)` (a class is
+one): `services` are what every engine may use (budgets, summarizer, token
+counter, ...), `options` are the engine's own config node (`context.options`),
+so no engine receives keyword arguments meant for another.
+"""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes_pipeline.engine.plan import Budgets, Settings
+from hermes_pipeline.summarizers.base import SummaryResult
+from hermes_pipeline.transcript import Conversation
+
+
+@dataclass
+class Outcome:
+    """What the run folder records about one conversation's compaction."""
+    compacted: bool
+    trigger: str                     # "hygiene" | "agent" | "none"
+    tokens_before: int
+    tokens_after: int
+    engine: str = ""
+    summary: SummaryResult | None = None
+    summary_tokens: int = 0
+    noop_reason: str | None = None   # why nothing was compacted, in plain words
+    stats: dict[str, int] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)   # engine-specific manifest fields
+
+
+@dataclass
+class Compaction:
+    messages: list[dict]             # the conversation to write (the input's own list when unchanged)
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class StageTools:
+    """Shared components a stage may need; built once per run."""
+    summarizer: Any = None
+    counter: Any = None
+    caching: Any = None              # CachingPolicy, or None when caching is off
+
+
+@dataclass(frozen=True)
+class EngineServices:
+    """What every engine is built with, whatever its own options."""
+    budgets: Budgets
+    settings: Settings
+    tools: StageTools
+    stages: tuple = ()               # the configured stage chain (pipeline.stages)
+    enabled: bool = True             # compression.enabled
+    hygiene_min_messages: int = 4
+    store_dir: Path = Path(".")      # where an engine may keep files (the run folder or output.dir)
 
 
 class ContextEngine(ABC):
@@ -12,12 +66,15 @@ class ContextEngine(ABC):
         """Whether a prompt of this size should be compacted."""
 
     @abstractmethod
-    def compress(self, messages: list[dict]) -> list[dict]:
-        """The compacted messages (a new list; the input is not mutated)."""
+    def compress(self, conversation: Conversation) -> Compaction:
+        """The compacted messages and what happened; never mutates the conversation."""
 
     def tools(self) -> list[dict]:
-        """Tools an agent could call (e.g. a lossless engine's search); none by default."""
+        """JSON schemas of tools an agent could call (e.g. a lossless engine's search); none by default."""
         return []
 
     def update_from_response(self, usage: dict) -> None:
         """Track the prompt size an API response reported."""
+
+    def close(self) -> None:
+        """Release files and connections at the end of a run."""

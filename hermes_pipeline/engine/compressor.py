@@ -1,89 +1,91 @@
-"""The built-in lossy engine: runs the configured stage chain on one conversation."""
+"""The built-in lossy engine: decide, plan once, run the stage chain (SPEC §2, §4)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import Counter
 
-from hermes_pipeline.budget import Budgets
-from hermes_pipeline.engine.base import ContextEngine
+from hermes_pipeline.config import ConfigError
+from hermes_pipeline.engine.base import Compaction, ContextEngine, EngineServices, Outcome
 from hermes_pipeline.engine.hygiene import hygiene_fires
-from hermes_pipeline.stages.base import CompactionState, EngineContext, Settings, Stage
-from hermes_pipeline.summarizers.base import SummaryResult
+from hermes_pipeline.engine.plan import Plan, make_plan
+from hermes_pipeline.stages.base import Draft
 from hermes_pipeline.transcript import Conversation
+from hermes_pipeline.usage import prompt_tokens
 
 
-@dataclass
-class CompactionOutcome:
-    messages: list[dict]
-    trigger: str                     # "hygiene" | "agent" | "none"
-    compacted: bool
-    tokens_before: int
-    tokens_after: int
-    summary: SummaryResult | None = None
-    summary_tokens: int = 0
-    noop_reason: str | None = None
-    stats: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
+def check_chain(stages) -> None:
+    """Stages run in SPEC order (prune before assembly, cache marks last)."""
+    phases = [getattr(stage, "phase", 0) for stage in stages]
+    if phases != sorted(phases):
+        order = " -> ".join(getattr(stage, "name", type(stage).__name__) for stage in stages)
+        raise ConfigError(f"pipeline.stages out of order ({order}): the order is prune -> summarize -> "
+                          "assemble -> cache_mark (boundaries are planned once, before the stages)")
 
 
 class ContextCompressor(ContextEngine):
     name = "compressor"
 
-    def __init__(self, stages: list[Stage], budgets: Budgets, settings: Settings, context: EngineContext,
-                 enabled: bool = True, hygiene_min_messages: int = 4):
-        self.stages = stages
-        self.budgets = budgets
-        self.settings = settings
-        self.context = context
-        self.enabled = enabled
-        self.hygiene_min_messages = hygiene_min_messages
+    def __init__(self, services: EngineServices):
+        check_chain(services.stages)
+        self.services = services
+        self.budgets = services.budgets
+        self.counter = services.tools.counter
         self.last_prompt_tokens: int | None = None
 
     def should_compress(self, prompt_tokens: int) -> bool:
-        return self.enabled and prompt_tokens >= self.budgets.threshold_tokens
+        return self.services.enabled and prompt_tokens >= self.budgets.threshold_tokens
 
     def update_from_response(self, usage: dict) -> None:
-        prompt = usage.get("prompt_tokens", usage.get("input_tokens"))
-        if isinstance(prompt, int):
-            cached = sum(usage.get(k) or 0 for k in ("cache_read_input_tokens", "cache_creation_input_tokens"))
-            self.last_prompt_tokens = prompt + cached
+        self.last_prompt_tokens = prompt_tokens(usage)
 
-    def compress(self, messages: list[dict]) -> list[dict]:
-        return self._run_chain("conversation", messages, self.context.counter.count_messages(messages)).output
+    def trigger_for(self, conversation: Conversation, tokens: int) -> tuple[str, str | None]:
+        """Which layer fires, or why none does (in plain words for the manifest).
 
-    def trigger_for(self, messages: list[dict], counts: list[int], recorded: int | None) -> str:
-        """Which layer fires: the hygiene safety net is checked first, as it runs before the agent."""
-        if hygiene_fires(messages, recorded, self.budgets.hygiene_tokens, self.hygiene_min_messages, self.enabled):
-            return "hygiene"
-        if self.should_compress(sum(counts)):
-            return "agent"
-        return "none"
+        The hygiene safety net is checked first, as it runs before the agent.
+        """
+        messages, recorded = conversation.messages, conversation.recorded_prompt_tokens
+        if not self.services.enabled:
+            return "none", "compression disabled (compression.enabled=false)"
+        if hygiene_fires(messages, recorded, self.budgets.hygiene_tokens, self.services.hygiene_min_messages, True):
+            return "hygiene", None
+        if self.should_compress(tokens):
+            return "agent", None
+        why = f"below threshold: {tokens:,} of {self.budgets.threshold_tokens:,} tokens"
+        minimum = self.services.hygiene_min_messages
+        if recorded is not None and recorded >= self.budgets.hygiene_tokens and len(messages) < minimum:
+            why += (f"; recorded usage {recorded:,} is over the safety net's {self.budgets.hygiene_tokens:,}, "
+                    f"but it needs at least {minimum} messages (this has {len(messages)})")
+        elif recorded is not None:
+            why += f"; recorded usage {recorded:,} is below the safety net's {self.budgets.hygiene_tokens:,}"
+        return "none", why
 
-    def compact(self, conversation: Conversation) -> CompactionOutcome:
+    def compress(self, conversation: Conversation) -> Compaction:
         messages = conversation.messages
-        counts = self.context.counter.count_messages(messages)
+        counts = self.counter.count_messages(messages)
         before = sum(counts)
-        trigger = self.trigger_for(messages, counts, conversation.recorded_prompt_tokens)
+        trigger, why_not = self.trigger_for(conversation, before)
+        unchanged = lambda why, stats=None: Compaction(messages, Outcome(
+            False, trigger, before, before, self.name, noop_reason=why, stats=stats or {}))
         if trigger == "none":
-            return CompactionOutcome(messages, "none", False, before, before)
-        state = self._run_chain(conversation.id, messages, counts)
-        if state.noop_reason:
-            return CompactionOutcome(messages, trigger, False, before, before,
-                                     noop_reason=state.noop_reason, stats=state.stats)
-        after = self._count_output(messages, counts, state.output)
-        summary_tokens = self.context.counter.count_text(state.summary.text) if state.summary else 0
-        return CompactionOutcome(state.output, trigger, True, before, after, state.summary,
-                                 summary_tokens, None, state.stats)
+            return unchanged(why_not)
+        plan = make_plan(conversation.id, messages, counts, self.budgets, self.services.settings)
+        if not isinstance(plan, Plan):
+            return unchanged(plan)
+        stats: Counter = Counter()
+        if plan.tail_widened:
+            stats["tail_widened_for_roles"] = plan.tail_widened
+        draft = Draft(plan.original)
+        for stage in self.services.stages:
+            draft = stage.apply(draft, plan, self.services.tools, stats)
+        if not draft.assembled:
+            raise ConfigError("pipeline.stages has no assemble stage: nothing would be written")
+        output = list(draft.messages)
+        summary = draft.summary
+        return Compaction(output, Outcome(
+            True, trigger, before, self._count_output(messages, counts, output), self.name, summary,
+            self.counter.count_text(summary.text) if summary else 0, None, dict(stats)))
 
     def _count_output(self, messages: list[dict], counts: list[int], output: list[dict]) -> int:
         """Tokens of the output; messages passed through untouched keep their known count."""
         known = {id(m): c for m, c in zip(messages, counts)}
-        count = self.context.counter.count_message
+        count = self.counter.count_message
         return sum(known[id(m)] if id(m) in known else count(m) for m in output)
-
-    def _run_chain(self, conversation_id: str, messages: list[dict], counts: list[int]) -> CompactionState:
-        state = CompactionState(conversation_id, messages, counts, self.budgets, self.settings)
-        for stage in self.stages:
-            stage.run(state, self.context)
-        if state.output is None:
-            state.output = list(messages)
-        return state

@@ -6,7 +6,7 @@ included). To OpenAI: `tool_use` blocks become the assistant's `tool_calls`
 (arguments = the input as a JSON string), each `tool_result` block becomes a
 `role: tool` row, the other blocks of a user message become a user message
 after those rows. Every other block (text, image, thinking, unknown) stays in
-the OpenAI content list as it is. Exact round trips come from `lossless`.
+the OpenAI content list as it is. Exact round trips come from `roundtrip`.
 """
 from __future__ import annotations
 
@@ -16,11 +16,13 @@ from typing import Any, Iterable, Iterator
 from hermes_pipeline.formats.base import (
     CONVERSATION, MESSAGE, TranscriptFormat, checked, file_conversation_id, read_each, record_id,
 )
-from hermes_pipeline.formats.lossless import (
-    Group, carried_record, clone, fingerprint, kept_if_unchanged, original_of, private, regroup, source_fields, tag,
+from hermes_pipeline.formats.roundtrip import (
+    Group, carried_record, clone, fingerprint, kept_if_unchanged, original_of, private, regroup, source_fields,
+    tag,
 )
-from hermes_pipeline.io import Record, Rejected
+from hermes_pipeline.jsonl import Record, Rejected
 from hermes_pipeline.transcript import Conversation, tool_calls
+from hermes_pipeline.usage import last_context_tokens
 
 KEY = "_anthropic"
 ROLES = ("user", "assistant", "system")
@@ -109,20 +111,8 @@ def conversation_problem(value: Any) -> str | None:
     return None
 
 
-def usage_tokens(usage: Any) -> int | None:
-    """Prompt size reported by the API: input + cache creation + cache read + output tokens."""
-    if not isinstance(usage, dict) or not isinstance(usage.get("input_tokens"), int):
-        return None
-    keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
-    return sum(usage[k] for k in keys if isinstance(usage.get(k), int))
-
-
 def _recorded_tokens(record: dict, messages: list) -> int | None:
-    for usage in [record.get("usage")] + [m.get("usage") for m in reversed(messages)]:
-        tokens = usage_tokens(usage)
-        if tokens is not None:
-            return tokens
-    return None
+    return last_context_tokens([m.get("usage") for m in messages] + [record.get("usage")])
 
 
 # -- Anthropic -> OpenAI --------------------------------------------------------

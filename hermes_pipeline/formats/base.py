@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from hermes_pipeline.io import Record, Rejected, reject
+from hermes_pipeline.jsonl import Record, Rejected, reject
 from hermes_pipeline.transcript import Conversation
 
 CONVERSATION = "conversation"   # one conversation per line

@@ -17,10 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from hermes_pipeline.formats.anthropic import AnthropicFormat, message_problem, message_to_openai, usage_tokens
+from hermes_pipeline.formats.anthropic import AnthropicFormat, message_problem, message_to_openai
 from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat, checked, file_conversation_id
-from hermes_pipeline.io import Record, Rejected, dumps
+from hermes_pipeline.jsonl import Record, Rejected, dumps
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, text_of
+from hermes_pipeline.usage import context_tokens
 
 TALK = ("user", "assistant")
 SESSION_FIELDS = ("cwd", "version", "gitBranch", "slug", "userType")
@@ -201,7 +202,7 @@ class ClaudeCodeFormat(TranscriptFormat):
         conversation = Conversation(
             id=conversation_id, messages=messages, source=events[0].source, format=self.name, layout=MESSAGE,
             record={"id": conversation_id, "messages": [], "metadata": metadata},
-            recorded_prompt_tokens=usage_tokens(usage), notes=notes,
+            recorded_prompt_tokens=context_tokens(usage), notes=notes,
         )
         conversation.stats = stats   # read by the run report when Conversation has a stats field
         return conversation

@@ -4,24 +4,19 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.base import (
-    CONVERSATION, MESSAGE, TranscriptFormat, bad_content_reason, checked, file_conversation_id, read_each, record_id,
+    CONVERSATION, MESSAGE, TranscriptFormat, bad_content_reason, checked, file_conversation_id, read_each,
+    record_id,
 )
-from hermes_pipeline.formats.lossless import public
-from hermes_pipeline.io import Record, Rejected
+from hermes_pipeline.formats.roundtrip import public
+from hermes_pipeline.jsonl import Record, Rejected
 from hermes_pipeline.transcript import Conversation
+from hermes_pipeline.usage import last_context_tokens
 
 
 def recorded_prompt_tokens(record: dict, messages: list[dict]) -> int | None:
     """API-reported size of the conversation, from the last usage block found."""
-    usages = [m.get("usage") for m in messages if isinstance(m, dict) and isinstance(m.get("usage"), dict)]
-    if isinstance(record.get("usage"), dict):
-        usages.append(record["usage"])
-    for usage in reversed(usages):
-        prompt = usage.get("prompt_tokens")
-        if isinstance(prompt, int):
-            completion = usage.get("completion_tokens")
-            return prompt + (completion if isinstance(completion, int) else 0)
-    return None
+    usages = [m.get("usage") for m in messages if isinstance(m, dict)]
+    return last_context_tokens(usages + [record.get("usage")])
 
 
 class OpenAIFormat(TranscriptFormat):

@@ -33,8 +33,9 @@ from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.anthropic import AnthropicFormat, message_to_openai
 from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat, checked, file_conversation_id
-from hermes_pipeline.io import Record, Rejected
+from hermes_pipeline.jsonl import Record, Rejected
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation
+from hermes_pipeline.usage import context_tokens
 
 MESSAGE_ROLES = ("user", "assistant", "toolResult", "bashExecution", "custom", "hookMessage",
                  "branchSummary", "compactionSummary")
@@ -270,16 +271,6 @@ def to_anthropic(entries: list[Record], stats: dict[str, int], notes: list[str])
     return turns.messages
 
 
-def usage_tokens(usage: Any) -> int | None:
-    """Prompt size pi recorded for a response: input + cache read + cache write + output."""
-    if not isinstance(usage, dict):
-        return None
-    if isinstance(usage.get("totalTokens"), int) and usage["totalTokens"] > 0:
-        return usage["totalTokens"]
-    parts = [usage.get(k) for k in ("input", "cacheRead", "cacheWrite", "output")]
-    return sum(p for p in parts if isinstance(p, int)) if isinstance(parts[0], int) else None
-
-
 # -- the format -----------------------------------------------------------------------------
 
 class PiFormat(TranscriptFormat):
@@ -347,7 +338,7 @@ class PiFormat(TranscriptFormat):
         return Conversation(
             id=conversation_id, messages=messages, source=source, format=self.name, layout=MESSAGE,
             record={"id": conversation_id, "messages": [], "metadata": metadata},
-            recorded_prompt_tokens=usage_tokens(usage), notes=notes, stats=stats,
+            recorded_prompt_tokens=context_tokens(usage), notes=notes, stats=stats,
         )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:

@@ -3,7 +3,7 @@
 `gpt` turns carry tool calls as `<tool_call>{"name": ..., "arguments": ...}</tool_call>`
 (they become OpenAI `tool_calls` with ids `call_<line>_<n>`); `tool` turns carry
 one `<tool_response>...</tool_response>` per call, in call order (each becomes
-a `role: tool` row). Exact round trips come from `lossless`.
+a `role: tool` row). Exact round trips come from `roundtrip`.
 """
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import re
 from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.base import CONVERSATION, TranscriptFormat, read_each, record_id
-from hermes_pipeline.formats.lossless import (
+from hermes_pipeline.formats.roundtrip import (
     Group, carried_record, original_of, regroup, source_fields, tag,
 )
-from hermes_pipeline.io import Record, Rejected
+from hermes_pipeline.jsonl import Record, Rejected
 from hermes_pipeline.transcript import Conversation, text_of, tool_calls
 
 KEY = "_sharegpt"

@@ -1,4 +1,4 @@
-"""The local runner: conversations in input order, several at once if asked.
+"""The local runner: conversations in input order on this machine, several at once if asked.
 
 Threads (`runner.concurrency`) pay off when the summarizer waits on a remote
 model; worker processes (`runner.processes`) when the embedded summarizer
@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
@@ -63,3 +64,32 @@ def process_map(function: Callable[[Any, T], R], items: Iterable[T], processes: 
                             processes * WINDOW_PER_WORKER)
         for result in pending:
             yield result.get()
+
+
+class LocalRunner:
+    """Runs `work(engine, item)` for each item, in input order, on this machine."""
+
+    def __init__(self, name: str = "local", processes: int = 1, concurrency: Any = "auto"):
+        self.name = name
+        self.processes = int(processes)
+        self.concurrency = concurrency
+        self.engine = None
+        self.make_engine: Callable[[], Any] | None = None
+
+    def start(self, engine, make_engine: Callable[[], Any], auto_concurrency: int) -> None:
+        """The run's engine (for threads) and a picklable factory of one (for worker processes)."""
+        self.engine, self.make_engine = engine, make_engine
+        if self.concurrency in (None, "auto"):
+            self.concurrency = auto_concurrency
+        self.concurrency = int(self.concurrency)
+
+    def map(self, work: Callable[[Any, T], R], items: Iterable[T]) -> Iterator[R]:
+        if self.processes > 1:
+            return process_map(work, items, self.processes, self.make_engine)
+        return ordered_map(partial(work, self.engine), items, self.concurrency)
+
+    def describe(self) -> str:
+        return f"local ({self.processes} process(es), {self.concurrency} in flight)"
+
+    def close(self) -> None:
+        pass

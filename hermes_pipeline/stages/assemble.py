@@ -1,10 +1,12 @@
 """Phase 4: head + summary message + tail, then tool pairs made whole again."""
 from __future__ import annotations
 
-from hermes_pipeline.stages.base import CompactionState, EngineContext, Stage
-from hermes_pipeline.transcript import (
-    COMPACTION_NOTE, SUMMARY_END, SUMMARY_PREFIX, is_tool_result, message_text, role, tool_calls,
-)
+from collections import Counter
+
+from hermes_pipeline.engine.base import StageTools
+from hermes_pipeline.engine.plan import Plan
+from hermes_pipeline.stages.base import Draft, Stage
+from hermes_pipeline.transcript import COMPACTION_NOTE, SUMMARY_END, SUMMARY_PREFIX, message_text, role, turns
 
 STUB_RESULT = "[Tool result unavailable: it was removed when the conversation was compacted]"
 
@@ -31,54 +33,37 @@ def add_compaction_note(message: dict) -> dict:
     return message
 
 
-def sanitize_tool_pairs(messages: list[dict], count) -> list[dict]:
+def sanitize_tool_pairs(messages: list[dict], stats: Counter) -> list[dict]:
     """Drop results whose call is gone; give calls whose result is gone a stub.
 
     Calls are never removed, so no assistant message is left empty by this.
-
-    Results pair with the calls of the assistant message just before their run
-    of tool rows, by position: ids are not unique in real data (REFERENCE §4).
     """
     out: list[dict] = []
-    i = 0
-    while i < len(messages):
-        message = messages[i]
-        if is_tool_result(message):
-            count("orphan_results_dropped")
-            i += 1
-            continue
-        out.append(message)
-        i += 1
-        calls = tool_calls(message) if role(message) == "assistant" else []
-        wanted = [c.get("id") for c in calls]
-        while i < len(messages) and is_tool_result(messages[i]):
-            call_id = messages[i].get("tool_call_id")
-            if call_id in wanted:
-                wanted.remove(call_id)
-                out.append(messages[i])
+    for turn in turns(messages):
+        if turn.message is not None:
+            out.append(turn.message)
+        for row, matched in zip(turn.rows, turn.matched):
+            if matched:
+                out.append(row)
             else:
-                count("orphan_results_dropped")
-            i += 1
-        for call_id in wanted:
-            out.append({"role": "tool", "tool_call_id": call_id, "content": STUB_RESULT})
-            count("stub_results_added")
+                stats["orphan_results_dropped"] += 1
+        for call in turn.unanswered:
+            out.append({"role": "tool", "tool_call_id": call.get("id"), "content": STUB_RESULT})
+            stats["stub_results_added"] += 1
     return out
 
 
 class AssembleStage(Stage):
     name = "assemble"
+    phase = 4
 
-    def run(self, state: CompactionState, context: EngineContext) -> None:
-        if state.noop_reason:
-            state.output = list(state.original)
-            return
-        head = list(state.original[:state.head_end])
-        if head and role(head[0]) == "system" and state.previous_summary is None:
+    def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
+        head = list(plan.original[:plan.head_end])
+        if head and role(head[0]) == "system" and plan.previous_summary is None:
             head[0] = add_compaction_note(head[0])
-        tail = state.messages[state.tail_start:]
-        if state.summary is not None:
-            middle = [summary_message(state.summary.text, state.summary_role,
-                                      state.tail_start - state.head_end)]
+        tail = list(draft.messages[plan.tail_start:])
+        if draft.summary is not None:
+            middle = [summary_message(draft.summary.text, plan.summary_role, plan.tail_start - plan.head_end)]
         else:   # a chain without summarize keeps the pruned middle (observation masking)
-            middle = state.messages[state.head_end:state.tail_start]
-        state.output = sanitize_tool_pairs(head + middle + tail, state.count)
+            middle = list(draft.messages[plan.head_end:plan.tail_start])
+        return draft.but(messages=tuple(sanitize_tool_pairs(head + middle + tail, stats)), assembled=True)

@@ -1,60 +1,40 @@
-"""What every stage shares: the state passed along the chain, and the Stage interface."""
+"""The stage interface: a transform of one draft, guided by a frozen plan.
+
+A stage never changes its input draft; it returns a new one, and counts what
+it did in `stats` (merged into the manifest row). Each stage names its SPEC
+phase, so a chain in the wrong order is refused when the engine is built.
+"""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import Any
+from collections import Counter
+from dataclasses import dataclass, replace
 
-from hermes_pipeline.budget import Budgets
+from hermes_pipeline.engine.base import StageTools
+from hermes_pipeline.engine.plan import Plan
 from hermes_pipeline.summarizers.base import SummaryResult
 
 
 @dataclass(frozen=True)
-class Settings:
-    """The compression knobs the stages read (from `compression.*`)."""
-    protect_first_n: int = 3
-    protect_last_n: int = 20
-    prune_min_chars: int = 200
-    keep_images: int = 3
-    max_tool_arg_chars: int = 1500
+class Draft:
+    """The conversation on its way through the chain.
 
-
-@dataclass
-class CompactionState:
-    conversation_id: str
-    original: list[dict]            # the input messages; never mutated
-    counts: list[int]               # exact tokens of each original message
-    budgets: Budgets
-    settings: Settings
-    messages: list[dict] = field(default_factory=list)   # working copy that prune edits
-    head_end: int | None = None     # middle = [head_end, tail_start)
-    tail_start: int | None = None
-    summary_role: str | None = None
-    previous_summary: str | None = None
+    Until assembly, `messages` line up with `plan.original` (same length, so
+    the plan's head / middle / tail indices hold); after it, `messages` is the
+    compacted conversation.
+    """
+    messages: tuple[dict, ...]
     summary: SummaryResult | None = None
-    output: list[dict] | None = None
-    noop_reason: str | None = None  # why nothing was compacted
-    stats: dict[str, int] = field(default_factory=dict)
+    assembled: bool = False
 
-    def __post_init__(self):
-        if not self.messages:
-            self.messages = list(self.original)
-
-    def count(self, key: str, n: int = 1) -> None:
-        self.stats[key] = self.stats.get(key, 0) + n
-
-
-@dataclass
-class EngineContext:
-    """Shared components a stage may need; built once per run."""
-    summarizer: Any = None
-    counter: Any = None
-    caching: Any = None             # CachingPolicy or None when off
+    def but(self, **changes) -> "Draft":
+        return replace(self, **changes)
 
 
 class Stage(ABC):
     name: str = ""
+    phase: int = 0          # SPEC §4 phase: 1 prune, 3 summarize, 4 assemble, 5 cache-mark
 
     @abstractmethod
-    def run(self, state: CompactionState, context: EngineContext) -> None:
-        """Advance the state by this stage's one job."""
+    def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
+        """This stage's one job."""

@@ -7,9 +7,12 @@ result (REFERENCE §19), and the caller's messages are never mutated.
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from dataclasses import dataclass
 
-from hermes_pipeline.stages.base import CompactionState, EngineContext, Stage
+from hermes_pipeline.engine.base import StageTools
+from hermes_pipeline.engine.plan import Plan
+from hermes_pipeline.stages.base import Draft, Stage
 from hermes_pipeline.transcript import role
 
 CACHING_PROVIDERS = {"anthropic": "Anthropic", "openrouter": "OpenRouter"}
@@ -88,9 +91,10 @@ def apply_anthropic_cache_control(messages: list[dict], policy: CachingPolicy) -
 
 class CacheMarkStage(Stage):
     name = "cache_mark"
+    phase = 5
 
-    def run(self, state: CompactionState, context: EngineContext) -> None:
-        policy = context.caching
-        if state.noop_reason or state.output is None or policy is None or not policy.enabled:
-            return
-        state.output = apply_anthropic_cache_control(state.output, policy)
+    def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
+        policy = tools.caching
+        if policy is None or not policy.enabled:
+            return draft
+        return draft.but(messages=tuple(apply_anthropic_cache_control(list(draft.messages), policy)))

@@ -4,15 +4,18 @@ Outside the verbatim head and tail: long tool outputs become a placeholder,
 long tool-call arguments are shortened while staying valid JSON (REFERENCE §9),
 and only the newest images are kept (§10). A tail that alone is far over its
 budget gets its older tool outputs demoted too, keeping the last 3 messages
-verbatim (§6). The summarizer still reads the unpruned originals.
+verbatim (§6): the one place the tail is not verbatim, so that a tail which alone
+fills the context can still be compacted. The summarizer reads the unpruned originals.
 """
 from __future__ import annotations
 
 import json
+from collections import Counter
 
-from hermes_pipeline.stages.base import CompactionState, EngineContext, Stage
-from hermes_pipeline.stages.boundary import ensure_boundaries
-from hermes_pipeline.transcript import is_tool_result, message_text, tool_calls
+from hermes_pipeline.engine.base import StageTools
+from hermes_pipeline.engine.plan import Plan, Settings
+from hermes_pipeline.stages.base import Draft, Stage
+from hermes_pipeline.transcript import is_image_part, is_tool_result, message_text, tool_calls
 
 PRUNED_TOOL_OUTPUT = "[Old tool output cleared to save context space]"
 IMAGE_PLACEHOLDER = "[Image removed to save context space]"
@@ -42,26 +45,22 @@ def shorten_arguments(arguments: str, limit: int) -> str:
     return json.dumps(_shorten_leaves(parsed, limit), ensure_ascii=False)
 
 
-def _is_image(part) -> bool:
-    return isinstance(part, dict) and part.get("type") in ("image_url", "image", "input_image")
-
-
 class PruneStage(Stage):
     name = "prune"
+    phase = 1
 
-    def run(self, state: CompactionState, context: EngineContext) -> None:
-        ensure_boundaries(state)
-        messages = list(state.original)
-        for i in range(state.head_end, state.tail_start):
-            messages[i] = self._prune_middle_message(messages[i], state)
-        self._drop_old_images(messages, state)
-        self._demote_oversized_tail(messages, state)
-        state.messages = messages
+    def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
+        messages = list(draft.messages)
+        for i in range(plan.head_end, plan.tail_start):
+            messages[i] = self._prune_middle_message(messages[i], plan.settings, stats)
+        self._drop_old_images(messages, plan, stats)
+        self._demote_oversized_tail(messages, plan, stats)
+        return draft.but(messages=tuple(messages))
 
-    def _prune_middle_message(self, message: dict, state: CompactionState) -> dict:
-        s = state.settings
+    @staticmethod
+    def _prune_middle_message(message: dict, s: Settings, stats: Counter) -> dict:
         if is_tool_result(message) and len(message_text(message)) > s.prune_min_chars:
-            state.count("tool_outputs_pruned")
+            stats["tool_outputs_pruned"] += 1
             return {**message, "content": PRUNED_TOOL_OUTPUT}
         calls = tool_calls(message)
         if any(len(str(c.get("function", {}).get("arguments", ""))) > s.max_tool_arg_chars for c in calls):
@@ -71,35 +70,36 @@ class PruneStage(Stage):
                 if isinstance(function.get("arguments"), str):
                     function["arguments"] = shorten_arguments(function["arguments"], s.max_tool_arg_chars)
                 shortened.append({**call, "function": function})
-            state.count("tool_arguments_shortened")
+            stats["tool_arguments_shortened"] += 1
             return {**message, "tool_calls": shortened}
         return message
 
-    def _drop_old_images(self, messages: list[dict], state: CompactionState) -> None:
+    @staticmethod
+    def _drop_old_images(messages: list[dict], plan: Plan, stats: Counter) -> None:
         """Keep the newest images; older ones outside head and tail become text."""
         seen = 0
         for i in range(len(messages) - 1, -1, -1):
             content = messages[i].get("content")
-            if not isinstance(content, list) or not any(_is_image(p) for p in content):
+            if not isinstance(content, list) or not any(is_image_part(p) for p in content):
                 continue
             new_content = []
             for part in reversed(content):
-                if _is_image(part):
+                if is_image_part(part):
                     seen += 1
-                    if seen > state.settings.keep_images and state.head_end <= i < state.tail_start:
+                    if seen > plan.settings.keep_images and plan.head_end <= i < plan.tail_start:
                         part = {"type": "text", "text": IMAGE_PLACEHOLDER}
-                        state.count("images_removed")
+                        stats["images_removed"] += 1
                 new_content.append(part)
             new_content.reverse()
             if new_content != content:
                 messages[i] = {**messages[i], "content": new_content}
 
-    def _demote_oversized_tail(self, messages: list[dict], state: CompactionState) -> None:
-        budget = state.budgets.tail_token_budget
-        if sum(state.counts[state.tail_start:]) <= OVERSIZED_TAIL_FACTOR * budget:
+    @staticmethod
+    def _demote_oversized_tail(messages: list[dict], plan: Plan, stats: Counter) -> None:
+        if sum(plan.counts[plan.tail_start:]) <= OVERSIZED_TAIL_FACTOR * plan.budgets.tail_token_budget:
             return
         last_demotable = len(messages) - TAIL_KEPT_VERBATIM
-        for i in range(state.tail_start, last_demotable):
-            if is_tool_result(messages[i]) and len(message_text(messages[i])) > state.settings.prune_min_chars:
+        for i in range(plan.tail_start, last_demotable):
+            if is_tool_result(messages[i]) and len(message_text(messages[i])) > plan.settings.prune_min_chars:
                 messages[i] = {**messages[i], "content": PRUNED_TOOL_OUTPUT}
-                state.count("tail_tool_outputs_demoted")
+                stats["tail_tool_outputs_demoted"] += 1

@@ -9,8 +9,11 @@ without a summary (REFERENCE §13).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 
-from hermes_pipeline.stages.base import CompactionState, EngineContext, Stage
+from hermes_pipeline.engine.base import StageTools
+from hermes_pipeline.engine.plan import Plan
+from hermes_pipeline.stages.base import Draft, Stage
 from hermes_pipeline.summarizers.base import SummarizerFatalError, SummaryRequest, SummaryResult
 from hermes_pipeline.summarizers.redact import redact_secrets, strip_think
 from hermes_pipeline.transcript import is_summary_message
@@ -29,32 +32,27 @@ def _embedded_fallback(request: SummaryRequest, why: str, failed: SummaryResult 
 
 class SummarizeStage(Stage):
     name = "summarize"
+    phase = 3
 
-    def run(self, state: CompactionState, context: EngineContext) -> None:
-        if state.noop_reason:
-            return
-        middle_range = range(state.head_end, state.tail_start)
-        middle = [state.original[i] for i in middle_range if not is_summary_message(state.original[i])]
-        content_tokens = sum(state.counts[i] for i in middle_range)
+    def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
         request = SummaryRequest(
-            conversation_id=state.conversation_id,
-            middle=middle,
-            budget_tokens=state.budgets.summary_tokens(content_tokens),
-            context_length=state.budgets.context_length,
-            previous_summary=state.previous_summary,
-            head=state.original[:state.head_end],
+            conversation_id=plan.conversation_id,
+            middle=[m for m in plan.middle if not is_summary_message(m)],
+            budget_tokens=plan.budgets.summary_tokens(plan.middle_tokens),
+            context_length=plan.budgets.context_length,
+            previous_summary=plan.previous_summary,
+            head=list(plan.original[:plan.head_end]),
         )
-        result: SummaryResult | None = None
         try:
-            result = context.summarizer.summarize(request)
+            result = tools.summarizer.summarize(request)
         except SummarizerFatalError:
             raise
         except Exception as error:   # any summarizer bug or outage: fall back, and say so
-            log.warning("summarizer failed for %s: %s", state.conversation_id, error)
+            log.warning("summarizer failed for %s: %s", plan.conversation_id, error)
             result = _embedded_fallback(request, f"{type(error).__name__}: {error}", None)
         text = strip_think(result.text).strip()
         if not text:
             result = _embedded_fallback(request, f"{result.summarizer} returned an empty summary", result)
             text = strip_think(result.text).strip()
         result.text = redact_secrets(text)
-        state.summary = result
+        return draft.but(summary=result)

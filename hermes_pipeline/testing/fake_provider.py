@@ -11,7 +11,7 @@ request always yields the same text. Faults (rate limits, 5xx, context-length
 errors, hangs...) can be scripted per request with ``FakeProvider.script``.
 
 Only the standard library is used, so this can ship with the package.
-Run ``python -m hermes_pipeline.fake_provider --help`` for the CLI.
+Run ``python -m hermes_pipeline.testing.fake_provider --help`` for the CLI.
 """
 
 from __future__ import annotations
@@ -771,7 +771,7 @@ class FakeProvider:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m hermes_pipeline.fake_provider",
+        prog="python -m hermes_pipeline.testing.fake_provider",
         description="Serve a deterministic fake Anthropic/OpenAI API until Ctrl-C.",
     )
     parser.add_argument("--host", default="127.0.0.1")

@@ -1,17 +1,22 @@
-"""Manifest rows and run totals (summary.json), counted where the work happens."""
+"""The run folder's records: manifest rows, the quarantine, run totals (summary.json).
+
+Rows are counted where the work happens (the executor adds each one as it is
+written); summary.json is the sum, written once at the end.
+"""
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_pipeline.engine.compressor import CompactionOutcome
+from hermes_pipeline.engine.base import Outcome
 from hermes_pipeline.transcript import Conversation
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
-def conversation_row(conversation: Conversation, outcome: CompactionOutcome, seconds: float) -> dict:
+def conversation_row(conversation: Conversation, messages_after: int, outcome: Outcome, seconds: float,
+                     engine_fallback: str | None = None) -> dict:
     summary = outcome.summary
     return {
         "id": conversation.id,
@@ -20,7 +25,7 @@ def conversation_row(conversation: Conversation, outcome: CompactionOutcome, sec
         "status": "compacted" if outcome.compacted else "unchanged",
         "trigger": outcome.trigger,
         "messages_before": len(conversation.messages),
-        "messages_after": len(outcome.messages),
+        "messages_after": messages_after,
         "tokens_before": outcome.tokens_before,
         "tokens_after": outcome.tokens_after,
         "tokens_recorded": conversation.recorded_prompt_tokens,
@@ -32,10 +37,13 @@ def conversation_row(conversation: Conversation, outcome: CompactionOutcome, sec
         "cached": summary.cached if summary else False,
         "usage": dict(summary.usage) if summary else {},
         "noop_reason": outcome.noop_reason,
+        "engine": outcome.engine,
+        "engine_fallback": engine_fallback,
         "stats": {**conversation.stats, **outcome.stats},
         "repairs": conversation.notes,
         "error": None,
         "seconds": round(seconds, 4),
+        **outcome.extra,
     }
 
 
@@ -45,8 +53,8 @@ def problem_row(source: str, status: str, reason: str, conversation_id: str | No
         "id": conversation_id, "source": source, "format": None, "status": status, "trigger": "none",
         "messages_before": messages, "messages_after": None, "tokens_before": None, "tokens_after": None,
         "tokens_recorded": None, "summary_tokens": 0, "summarizer": None, "fallback": None,
-        "calls": 0, "retries": 0, "cached": False, "usage": {}, "noop_reason": None, "stats": {},
-        "repairs": [], "error": reason, "seconds": 0.0,
+        "calls": 0, "retries": 0, "cached": False, "usage": {}, "noop_reason": None, "engine": None,
+        "engine_fallback": None, "stats": {}, "repairs": [], "error": reason, "seconds": 0.0,
     }
 
 

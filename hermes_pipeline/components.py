@@ -1,0 +1,105 @@
+"""The composition root: a composed, validated config -> the run's components.
+
+This is the one place that reads the config; everything below it receives
+plain values (budgets, settings, options of its own).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from hermes_pipeline.config import ConfigError, validate
+from hermes_pipeline.engine.base import ContextEngine, EngineServices, StageTools
+from hermes_pipeline.engine.plan import Budgets, Settings, compute_budgets
+from hermes_pipeline.engine.plugins import Resolved, resolve_engine
+from hermes_pipeline.stages.cache_mark import CachingPolicy, caching_policy
+from hermes_pipeline.summarizers.base import Summarizer
+from hermes_pipeline.tokens import TokenCounter
+
+
+@dataclass
+class Components:
+    engine: ContextEngine
+    summarizer: Summarizer
+    caching: CachingPolicy
+    runner: object
+    resolved: Resolved
+
+
+def budgets_from_config(cfg: DictConfig) -> Budgets:
+    return compute_budgets(context_length=int(cfg.model.context_length), threshold=float(cfg.compression.threshold),
+                           target_ratio=float(cfg.compression.target_ratio),
+                           hygiene_threshold=float(cfg.hygiene.threshold))
+
+
+def settings_from_config(cfg: DictConfig) -> Settings:
+    c = cfg.compression
+    return Settings(protect_first_n=int(c.protect_first_n), protect_last_n=int(c.protect_last_n),
+                    prune_min_chars=int(c.prune_min_chars), keep_images=int(c.keep_images),
+                    max_tool_arg_chars=int(c.max_tool_arg_chars))
+
+
+def _instantiate(node: DictConfig, key: str, **kwargs):
+    """instantiate(), with a bad option reported as a config error naming the group."""
+    try:
+        return instantiate(node, _convert_="all", **kwargs)
+    except InstantiationException as error:
+        raise ConfigError(f"{key}: {error}") from None
+
+
+def build_summarizer(cfg: DictConfig) -> Summarizer:
+    summarizer = _instantiate(cfg.summarizer, "summarizer",
+                              model_cfg=OmegaConf.to_container(cfg.model, resolve=True),
+                              aux_cfg=OmegaConf.to_container(cfg.auxiliary.compression, resolve=True))
+    summarizer.check()   # a missing key or a wrong-provider model fails here, before any file is read
+    return summarizer
+
+
+def plugin_search_dirs(cfg: DictConfig) -> list[Path]:
+    return [Path.cwd(), *(Path(d).expanduser() for d in cfg.plugins.dirs)]
+
+
+def build_engine(cfg: DictConfig, summarizer: Summarizer, policy: CachingPolicy,
+                 store_dir: Path) -> tuple[ContextEngine, Resolved]:
+    stages = tuple(_instantiate(stage, "pipeline.stages") for stage in cfg.pipeline.stages)
+    services = EngineServices(
+        budgets=budgets_from_config(cfg), settings=settings_from_config(cfg),
+        tools=StageTools(summarizer, TokenCounter(cfg.model.tokenizer), policy if policy.enabled else None),
+        stages=stages, enabled=bool(cfg.compression.enabled), hygiene_min_messages=int(cfg.hygiene.min_messages),
+        store_dir=store_dir)
+    resolved = resolve_engine(str(cfg.context.engine), plugin_search_dirs(cfg))
+    options = OmegaConf.to_container(cfg.context.options, resolve=True) if resolved.fallback is None else {}
+    try:
+        engine = resolved.factory(services, **options)
+    except TypeError as error:   # an option the engine doesn't take
+        raise ConfigError(f"context.options for engine {resolved.name!r}: {error}") from None
+    return engine, resolved
+
+
+def engine_in_worker(container: dict, store_dir: str) -> ContextEngine:
+    """An engine built from a resolved config: how a worker process gets its own."""
+    cfg = OmegaConf.create(container)
+    summarizer = build_summarizer(cfg)
+    return build_engine(cfg, summarizer, caching_from_config(cfg), Path(store_dir))[0]
+
+
+def caching_from_config(cfg: DictConfig) -> CachingPolicy:
+    return caching_policy(cfg.model.name, cfg.model.provider, cfg.prompt_caching.enabled,
+                          cfg.prompt_caching.cache_ttl)
+
+
+def build(cfg: DictConfig, store_dir: Path = Path(".")) -> Components:
+    validate(cfg)
+    policy = caching_from_config(cfg)
+    summarizer = build_summarizer(cfg)
+    engine, resolved = build_engine(cfg, summarizer, policy, store_dir)
+    runner = _instantiate(cfg.runner, "runner")
+    # workers get the config resolved here: ${hydra:...} does not resolve inside them
+    make_engine = partial(engine_in_worker, OmegaConf.to_container(cfg, resolve=True), str(store_dir))
+    runner.start(engine, make_engine, auto_concurrency=int(getattr(summarizer, "max_in_flight", 1) or 1))
+    return Components(engine, summarizer, policy, runner, resolved)

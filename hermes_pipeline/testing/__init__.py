@@ -1,0 +1,1 @@
+"""Test doubles that ship with the package, for dry runs and tests (never used by a run itself)."""

@@ -1,0 +1,123 @@
+"""First contact: a wheel installs and runs anywhere, the command explains itself, typos are caught."""
+import os
+import signal
+import subprocess
+import sys
+import time
+import venv
+
+import pytest
+
+from hermes_pipeline import __version__
+from tests.helpers.env import REAL, ROOT, TAU_BENCH, read_jsonl, run_cli
+
+SAMPLES = ROOT / "samples"
+
+
+def cli(*args, cwd=ROOT, env=None):
+    full_env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | (env or {})
+    return subprocess.run([sys.executable, "-m", "hermes_pipeline", *args], capture_output=True, text=True,
+                          cwd=cwd, env=full_env, timeout=120)
+
+
+def test_a_wheel_installed_in_a_fresh_virtualenv_runs_from_another_directory(tmp_path):
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(wheels)],
+                   check=True, capture_output=True, timeout=600)
+    wheel = next(wheels.glob("hermes_pipeline-*.whl"))
+    env_dir = tmp_path / "fresh-venv"
+    venv.create(env_dir, with_pip=True)
+    install = subprocess.run([str(env_dir / "bin" / "pip"), "install", "-q", str(wheel)],
+                             capture_output=True, text=True, timeout=900)
+    assert install.returncode == 0, install.stderr
+    assert "deprecated" not in install.stderr.lower()      # no warnings from our build metadata
+    work = tmp_path / "somewhere" / "else"
+    work.mkdir(parents=True)
+    (work / "chats.jsonl").write_bytes((SAMPLES / "tau-bench-airline.jsonl").read_bytes())
+    command = env_dir / "bin" / "hermes-pipeline"
+    result = subprocess.run([str(command), "input=chats.jsonl", "model.context_length=8000", "progress=none"],
+                            capture_output=True, text=True, cwd=work, timeout=300,
+                            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert result.returncode == 0, result.stderr
+    run_dirs = list((work / "runs").glob("*/*"))
+    assert len(run_dirs) == 1, run_dirs                       # runs land under the working directory
+    rows = read_jsonl(run_dirs[0] / "manifest.jsonl")
+    assert len(rows) == 12 and sum(r["status"] == "compacted" for r in rows) > 0
+    assert (run_dirs[0] / "cli.log").exists() and (run_dirs[0] / ".hydra" / "config.yaml").exists()
+    version = subprocess.run([str(command), "--version"], capture_output=True, text=True, cwd=work)
+    assert version.stdout.strip() == f"hermes-pipeline {__version__}"
+
+
+def test_help_explains_every_key_with_its_default():
+    result = cli("--help")
+    assert result.returncode == 0
+    text = result.stdout
+    assert "compression.threshold = 0.5" in text and "compact when prompt tokens >= threshold" in text
+    assert "[0.0..1.0]" in text                                   # the range, from the schema
+    for key in ("compression.target_ratio", "prompt_caching.cache_ttl", "model.context_length", "hygiene.threshold",
+                "summarizer.retry.attempts", "runner.processes", "context.engine", "input.path"):
+        assert f"{key} = " in text, key
+    assert "hermes-pipeline input=" in text                      # the common commands
+    assert "Exit status" in text
+
+
+def test_version_is_the_projects():
+    assert cli("--version").stdout.strip() == f"hermes-pipeline {__version__}"
+
+
+@pytest.mark.parametrize("typo, closest", [
+    ("+compresion.threshold=0.4", "compression.threshold"),
+    ("compresion.threshold=0.4", "compression.threshold"),
+    ("compression.treshold=0.4", "compression.threshold"),
+    ("+prompt_caching.ttl=1h", "prompt_caching.cache_ttl"),
+    ("summarizer.retry.atempts=2", "summarizer.retry.attempts"),
+])
+def test_an_unknown_key_fails_naming_the_closest_valid_key(tmp_path, typo, closest):
+    result = run_cli(tmp_path / "run", "input=samples", typo)
+    assert result.returncode == 1
+    assert f"did you mean {closest}?" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "run" / "manifest.jsonl").exists()
+
+
+def test_a_wrong_provider_model_fails_at_start_up(tmp_path):
+    result = run_cli(tmp_path / "run", "input=samples", "summarizer=openai",
+                     "auxiliary.compression.model=claude-sonnet-4-5", env={"OPENAI_API_KEY": "sk-test-" + "x" * 24})
+    assert result.returncode == 1
+    assert "auxiliary.compression.model='claude-sonnet-4-5' is not a openai model" in result.stderr
+    assert not (tmp_path / "run" / "manifest.jsonl").exists()
+
+
+def test_every_unchanged_row_says_why_in_plain_words(tmp_path):
+    result = run_cli(tmp_path / "run", f"input={REAL}")          # defaults: the real logs stay under 100K
+    assert result.returncode == 0, result.stderr
+    rows = [r for r in read_jsonl(tmp_path / "run" / "manifest.jsonl") if r["status"] == "unchanged"]
+    assert rows and all(r["noop_reason"] for r in rows)
+    claude = next(r for r in rows if r["id"] == "1af7fc5e-8455-4414-9ccd-011d40f70b2a")
+    assert claude["noop_reason"] == (f"below threshold: {claude['tokens_before']:,} of 100,000 tokens; recorded "
+                                     f"usage {claude['tokens_recorded']:,} is below the safety net's 170,000")
+    run_cli(tmp_path / "off", f"input={TAU_BENCH}", "compression.enabled=false")
+    assert {r["noop_reason"] for r in read_jsonl(tmp_path / "off" / "manifest.jsonl")} == \
+        {"compression disabled (compression.enabled=false)"}
+
+
+def test_progress_none_keeps_the_results_table_and_quiet_hides_it(tmp_path):
+    shown = run_cli(tmp_path / "a", f"input={TAU_BENCH}", "progress=none")
+    assert "tokens before" in shown.stdout and "run folder:" in shown.stdout
+    quiet = run_cli(tmp_path / "b", f"input={TAU_BENCH}", "progress=none", "quiet=true")
+    assert quiet.returncode == 0 and quiet.stdout == ""
+
+
+def test_ctrl_c_exits_3_without_a_traceback(tmp_path):
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(TAU_BENCH.read_bytes() * 25)                   # long enough to interrupt mid-run
+    process = subprocess.Popen([sys.executable, "-m", "hermes_pipeline", f"input={big}", "progress=log",
+                                f"hydra.run.dir={tmp_path / 'run'}", "model.context_length=4000"],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "run" / "manifest.jsonl").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 3, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
