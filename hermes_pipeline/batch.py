@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from hermes_pipeline.formats import CONVERSATION, TranscriptFormat, detect_format_in, get_format
 from hermes_pipeline.inputs import InputFile
@@ -20,6 +20,7 @@ from hermes_pipeline.io import (
 )
 from hermes_pipeline.progress import Progress
 from hermes_pipeline.repair import repair_tool_pairing
+from hermes_pipeline.replay_run import replay_for_conversation
 from hermes_pipeline.report import RunTotals, conversation_row, problem_row
 from hermes_pipeline.runners.local import ordered_map, process_map
 from hermes_pipeline.summarizers.base import SummarizerFatalError
@@ -37,6 +38,7 @@ class RunOptions:
     concurrency: int = 1
     processes: int = 1
     progress: str = "auto"
+    replay: Any = None            # ReplaySettings: each row gets the live agent's bill (replay_run.py)
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,8 @@ class BatchRun:
                     self._failed(item, fmt, layout, f"compaction failed: {outcome.reason}")
                 else:
                     row = conversation_row(item, outcome, outcome.seconds)
+                    if self.options.replay is not None:
+                        row["replay"] = replay_for_conversation(item.messages, outcome.counts, self.options.replay)
                     original, item.messages = item.messages, outcome.messages
                     try:
                         values = list(out_fmt.write(item, out_layout))

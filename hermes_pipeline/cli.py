@@ -17,6 +17,7 @@ from hermes_pipeline.build import build, engine_from_container
 from hermes_pipeline.config import ConfigError
 from hermes_pipeline.formats import get_format
 from hermes_pipeline.inputs import resolve_inputs
+from hermes_pipeline.replay_run import settings_from_config as replay_settings
 from hermes_pipeline.summarizers.base import SummarizerFatalError
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
@@ -55,6 +56,7 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     try:
         components = build(cfg)
         inputs = resolve_inputs(str(cfg.input.path), exclude=run_dir)
+        replay = replay_settings(cfg)
         for key, default in (("input.format", "auto"), ("output.format", "same")):
             if str(OmegaConf.select(cfg, key)) != default:
                 get_format(str(OmegaConf.select(cfg, key)))      # an unknown name is a config error
@@ -65,7 +67,7 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     options = RunOptions(input_format=str(cfg.input.format), output_format=str(cfg.output.format),
                          max_record_bytes=int(cfg.input.max_record_bytes),
                          concurrency=runner_concurrency(cfg), processes=int(cfg.runner.processes),
-                         progress=str(cfg.progress))
+                         progress=str(cfg.progress), replay=replay)
     # workers get the config resolved here: ${hydra:...} does not resolve inside them
     engine_factory = partial(engine_from_container, OmegaConf.to_container(cfg, resolve=True))
     try:

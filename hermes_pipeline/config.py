@@ -34,6 +34,11 @@ RULES: dict[str, tuple[str, Any]] = {
     "runner.concurrency": ("int", 1),
     "runner.processes": ("int", 1),
     "progress": ("choice", ("auto", "bar", "log", "none")),
+    "replay.enabled": ("bool", None),
+    "replay.turn_gap_s": ("float", (0.0, 86_400.0)),
+    "replay.prefix_tokens": ("int", 0),
+    "replay.warm_prefix_tokens": ("int", 0),
+    "replay.summary_tokens": ("int", 0),
 }
 
 

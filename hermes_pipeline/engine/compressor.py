@@ -23,6 +23,7 @@ class CompactionOutcome:
     noop_reason: str | None = None
     stats: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    counts: list[int] | None = None  # per-message tokens of the input, reused by the replay
 
 
 class ContextCompressor(ContextEngine):
@@ -64,15 +65,15 @@ class ContextCompressor(ContextEngine):
         before = sum(counts)
         trigger = self.trigger_for(messages, counts, conversation.recorded_prompt_tokens)
         if trigger == "none":
-            return CompactionOutcome(messages, "none", False, before, before)
+            return CompactionOutcome(messages, "none", False, before, before, counts=counts)
         state = self._run_chain(conversation.id, messages, counts)
         if state.noop_reason:
             return CompactionOutcome(messages, trigger, False, before, before,
-                                     noop_reason=state.noop_reason, stats=state.stats)
+                                     noop_reason=state.noop_reason, stats=state.stats, counts=counts)
         after = self._count_output(messages, counts, state.output)
         summary_tokens = self.context.counter.count_text(state.summary.text) if state.summary else 0
         return CompactionOutcome(state.output, trigger, True, before, after, state.summary,
-                                 summary_tokens, None, state.stats)
+                                 summary_tokens, None, state.stats, counts=counts)
 
     def _count_output(self, messages: list[dict], counts: list[int], output: list[dict]) -> int:
         """Tokens of the output; messages passed through untouched keep their known count."""
