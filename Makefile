@@ -26,6 +26,7 @@ test: venv
 
 bench: venv
 	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/bench_replay.py
 	$(BIN)/python benchmarks/bench_llm_concurrency.py --provider anthropic
 	$(BIN)/python benchmarks/bench_llm_concurrency.py --provider openai
 	$(BIN)/python benchmarks/bench_cli_llm.py

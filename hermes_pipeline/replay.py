@@ -23,6 +23,12 @@ are not cached (REFERENCE §20).
 Linear in the conversation: prefix sums of the per-message counts the caller
 passes in (nothing is tokenized here); the boundary functions only see the
 live window, whose size the threshold bounds.
+
+Left out, on purpose: the hygiene layer (it sits above the agent threshold),
+pruning inside the middle (the middle is summarized anyway; summary input is
+billed unpruned, an upper bound), widening the tail for the summary's role,
+Anthropic's 20-block lookback (requests here add far fewer), output caching.
+Calibrated on Claude Code logs: hermes_pipeline/calibration.py.
 """
 from __future__ import annotations
 

@@ -1,0 +1,88 @@
+"""Replay cost model: its time against the compaction of the same sessions, and linear growth.
+
+    .venv/bin/python benchmarks/bench_replay.py
+
+On the long sessions (shared/long-sessions, or HERMES_LONG_SESSIONS) each
+conversation is compacted by the engine built from the default config at
+model.context_length=16000, then replayed (as configured, without compression,
+without caching) with the per-message counts the engine made, as a run does.
+Figures are ratios of times measured here, side by side (machines are noisy):
+replay / compaction (target <= 0.5), and replay of a session twice as long /
+replay of the session (target <= 2.2).
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import time
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from hermes_pipeline.build import build                        # noqa: E402
+from hermes_pipeline.formats import detect_format_in            # noqa: E402
+from hermes_pipeline.io import Record, read_records            # noqa: E402
+from hermes_pipeline.replay_run import settings_from_config    # noqa: E402
+from hermes_pipeline.replay import replay                      # noqa: E402
+
+LONG = Path(os.environ.get("HERMES_LONG_SESSIONS", ROOT.parent / "shared" / "long-sessions"))
+REPEATS = 5
+
+
+def best_of(fn, repeats: int = REPEATS) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def conversations(path: Path):
+    items = list(read_records(str(path), 64 << 20))
+    values = [i.value for i in items[:50] if isinstance(i, Record)]
+    fmt, layout = detect_format_in(values)
+    return [c for c in fmt.read(iter(items), str(path), layout) if hasattr(c, "messages")]
+
+
+def main() -> None:
+    files = sorted(LONG.rglob("*.jsonl"))
+    if not files:
+        sys.exit(f"no long sessions under {LONG} (set HERMES_LONG_SESSIONS)")
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["input.path=.", "model.context_length=16000"])
+    engine, settings = build(cfg).engine, settings_from_config(cfg)
+    print(f"{'session':44} {'msgs':>5} {'compact s':>9} {'replay s':>9} {'ratio':>6}  compactions")
+    total_compact = total_replay = 0.0
+    longest = None
+    for path in files:
+        for conv in conversations(path):
+            outcome = engine.compact(conv)
+            compact_s = best_of(lambda: engine.compact(conv))
+            replay_s = best_of(lambda: replay(conv.messages, outcome.counts, None, settings))
+            result = replay(conv.messages, outcome.counts, None, settings)
+            total_compact += compact_s
+            total_replay += replay_s
+            print(f"{path.name[:44]:44} {len(conv.messages):>5} {compact_s:>9.4f} {replay_s:>9.4f} "
+                  f"{replay_s / compact_s:>6.3f}  {result.configured.compactions}")
+            if longest is None or len(conv.messages) > len(longest[0]):
+                longest = (conv.messages, outcome.counts)
+    print(f"replay / compaction, all sessions: {total_replay / total_compact:.3f} (target <= 0.5)")
+    messages, counts = longest
+    # twice as long: the same session once more after itself
+    double = (messages + messages, counts + counts)
+    one = best_of(lambda: replay(messages, counts, None, settings))
+    two = best_of(lambda: replay(*double, None, settings))
+    work = [replay(m, c, None, settings).configured.work for m, c in ((messages, counts), double)]
+    print(f"linear growth: {len(messages)} -> {len(double[0])} messages: replay time x{two / one:.2f} "
+          f"(target <= 2.2), messages looked at x{work[1] / work[0]:.2f}")
+    triple = list(itertools.chain(messages, messages, messages, messages))
+    four = best_of(lambda: replay(triple, counts * 4, None, settings))
+    print(f"                 {len(messages)} -> {len(triple)} messages: replay time x{four / one:.2f} (linear: 4)")
+
+
+if __name__ == "__main__":
+    main()
