@@ -141,7 +141,6 @@ class ReplayResult:
             "cache_hit_rate": b.cache_hit_rate,
             "cost_usd_no_compression": round(self.no_compression.cost_usd, 6),
             "cost_usd_no_caching": round(self.no_caching.cost_usd, 6),
-            "compactions_no_compression": self.no_compression.compactions,
         }
 
 

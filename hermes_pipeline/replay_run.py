@@ -22,8 +22,7 @@ from hermes_pipeline.transcript import COMPACTION_NOTE
 
 MODEL_DIR = Path(__file__).resolve().parent.parent / "conf" / "model"
 TOKEN_KEYS = ("requests", "compactions", "uncached_tokens", "cache_write_tokens", "cache_read_tokens",
-              "output_tokens", "summary_calls", "summary_input_tokens", "summary_output_tokens",
-              "compactions_no_compression")
+              "output_tokens", "summary_calls", "summary_input_tokens", "summary_output_tokens")
 USD_KEYS = ("input_usd", "cache_write_usd", "cache_read_usd", "output_usd", "summary_usd", "cost_usd",
             "cost_usd_no_compression", "cost_usd_no_caching")
 
