@@ -209,12 +209,17 @@ def write_png(points: list[Point], cost_axis: str, quality_axis: str, path: Path
     matplotlib.use("Agg")          # files only, no display
     import matplotlib.pyplot as plt
     varying, _ = override_keys(points)
-    fig, ax = plt.subplots(figsize=(8, 5.5), dpi=110)
+    fig, ax = plt.subplots(figsize=(10, 5.5), dpi=110)
+    fig.subplots_adjust(left=0.09, right=0.62, bottom=0.11, top=0.92)
     for p in scored:
         ax.scatter(p.cost, p.quality, s=60 if p.pareto else 35, color="tab:red" if p.pareto else "tab:blue",
                    zorder=3, edgecolors="black" if p.pareto else "none")
-        label = f"{p.job}: " + " ".join(f"{k.split('.')[-1]}={p.overrides.get(k)}" for k in varying)
-        ax.annotate(label, (p.cost, p.quality), textcoords="offset points", xytext=(6, 4), fontsize=7)
+        ax.annotate(p.job, (p.cost, p.quality), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    # the key: what each numbered dot is, beside the plot (long labels would overlap on it)
+    key = [f"{'*' if p.pareto else ' '}{p.job:>3}: " + "  ".join(f"{k.split('.')[-1]}={p.overrides.get(k)}"
+                                                          for k in varying) for p in scored]
+    fig.text(0.64, 0.92, "\n".join(["job: settings  (* Pareto front)", *key[:40]]), fontsize=7,
+             family="monospace", va="top")
     front = sorted((p for p in scored if p.pareto), key=lambda p: p.cost)
     if front:
         ax.step([p.cost for p in front], [p.quality for p in front], where="post", color="tab:red",
@@ -223,9 +228,8 @@ def write_png(points: list[Point], cost_axis: str, quality_axis: str, path: Path
     ax.set_xlabel(f"cost: {cost_axis}", fontsize=8)
     ax.set_ylabel(f"quality: {quality_axis}", fontsize=8)
     ax.set_title(f"sweep {title}: cost vs quality", fontsize=9)
-    ax.margins(x=0.3, y=0.15)          # room for the labels
+    ax.margins(x=0.1, y=0.1)
     ax.grid(True, alpha=0.3)
-    fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
     return True
