@@ -114,3 +114,29 @@ def test_replay_grows_linearly_and_reads_each_count_once():
         work[turns] = result.configured.work
     # messages looked at (the loop plus every live window handed to the boundary functions)
     assert work[800] <= 2.1 * work[400]
+
+
+def _compose(*overrides):
+    from hydra import compose, initialize_config_dir
+    from hermes_pipeline.cli import CONF_DIR
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose(config_name="config", overrides=["input.path=samples", *overrides])
+
+
+def test_settings_from_config_take_prices_ttl_and_the_summary_model():
+    from hermes_pipeline.replay_run import settings_from_config
+    settings = settings_from_config(_compose("prompt_caching.cache_ttl=1h", "auxiliary.compression.model=claude-haiku-4-5"))
+    assert settings.prices.cache_write_1h == 6.0 and settings.cache_ttl == "1h" and settings.caching
+    assert settings.summary_prices.input == 1.0 and settings.summary_prices.output == 5.0   # Haiku's
+    assert settings.token_scale == 1.2 and settings.min_cache_tokens == 1024
+    assert settings.instruction_tokens > 300 and 0 < settings.note_tokens < 60
+    assert settings_from_config(_compose("model=gpt-4o")).caching is False    # not a Claude model
+    assert settings_from_config(_compose("replay.enabled=false")) is None
+
+
+@pytest.mark.parametrize("override", ["replay.turn_gap_s=-1", "replay.prefix_tokens=-5", "replay.enabled=maybe",
+                                      "replay.summary_tokens=1.5"])
+def test_replay_settings_out_of_range_are_config_errors(override):
+    from hermes_pipeline.config import ConfigError, validate
+    with pytest.raises(ConfigError, match=override.split("=")[0]):
+        validate(_compose(override))

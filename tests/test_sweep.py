@@ -156,3 +156,19 @@ def test_report_command_says_so_when_there_is_nothing_to_report(tmp_path):
     result = subprocess.run([sys.executable, "-m", "hermes_pipeline.sweep_report", str(tmp_path)],
                             capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 1 and "no run folders" in result.stderr
+
+
+def test_manifest_replay_is_the_replay_of_the_stored_conversation(grid):
+    """The run loop hands the engine's counts to the replay: the same figures as replaying directly."""
+    from omegaconf import OmegaConf
+    from hermes_pipeline.replay import replay
+    from hermes_pipeline.replay_run import settings_from_config
+    from hermes_pipeline.tokens import TokenCounter
+    cfg = OmegaConf.load(grid / "1" / ".hydra" / "config.yaml")
+    settings = settings_from_config(cfg)
+    assert settings.cache_ttl == "1h" and settings.turn_gap_s == 3700
+    rows = read_jsonl(grid / "1" / "manifest.jsonl")
+    for record, row in zip(read_jsonl(SAMPLE), rows):
+        messages = record["messages"]
+        expected = replay(messages, TokenCounter().count_messages(messages), None, settings).to_dict()
+        assert row["replay"] == expected
