@@ -26,6 +26,7 @@ test: venv
 
 bench: venv
 	$(BIN)/python -m benchmarks.run_all
+	$(BIN)/python -m benchmarks.bench_replay
 	$(BIN)/python -m benchmarks.bench_llm_concurrency --provider anthropic
 	$(BIN)/python -m benchmarks.bench_llm_concurrency --provider openai
 	$(BIN)/python -m benchmarks.bench_cli_llm

