@@ -1,9 +1,10 @@
 """The command line: compose the config with Hydra, build the components, run. Nothing else."""
 from __future__ import annotations
 
-import json
 import logging
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,66 +16,88 @@ from hermes_pipeline import __version__
 from hermes_pipeline.config import ConfigError, check_override_keys
 from hermes_pipeline.config.files import config_dir
 from hermes_pipeline.config.schema import register
-from hermes_pipeline.inputs import resolve_inputs
+from hermes_pipeline.exit_codes import EXIT_CONFIG, EXIT_OK, EXIT_STOPPED, exit_code
 from hermes_pipeline.summarizers.base import SummarizerFatalError
 
 CONF_DIR = str(config_dir())
-EXIT_OK, EXIT_CONFIG, EXIT_QUARANTINED, EXIT_STOPPED = 0, 1, 2, 3
 NOISY_LOGGERS = ("httpx", "httpcore", "anthropic", "openai")   # a line per request, unless -v
 log = logging.getLogger("hermes_pipeline")
 _exit_codes: list[int] = []
 
 
+def _stop_on_signals(stop: threading.Event) -> None:
+    """SIGINT/SIGTERM: take no new work, finish what is in flight; a second one abandons it."""
+    def handler(signum, _frame):
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print(f"hermes-pipeline: {signal.Signals(signum).name}: finishing the conversations in flight, "
+              "then stopping (again to abandon them)", file=sys.stderr, flush=True)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(signum, handler)
+        except ValueError:     # not the main thread (e.g. a launcher's worker): the default stays
+            pass
+
+
 def run(cfg: DictConfig, run_dir: Path) -> int:
     from hermes_pipeline import components
     from hermes_pipeline.console import print_table
-    from hermes_pipeline.formats import get_format
-    from hermes_pipeline.replay_run import settings_from_config as replay_settings
+    from hermes_pipeline.inputs import resolve_inputs
+    from hermes_pipeline.replay_run import settings_from_config as replay_settings, summary_prices
+    from hermes_pipeline.run_folder import RunFolder
     from hermes_pipeline.runners.executor import Executor, RunOptions
+    from hermes_pipeline.state import OutputLocked
     started = time.perf_counter()
+    stop = threading.Event()
+    _stop_on_signals(stop)
     try:
-        built = components.build(cfg, store_dir=run_dir)
-        inputs = resolve_inputs(str(cfg.input.path), exclude=run_dir)
+        output_dir = components.output_dir(cfg)
+        built = components.build(cfg, store_dir=output_dir or run_dir)
+        inputs = resolve_inputs(str(cfg.input.path), exclude=[p for p in (run_dir, output_dir) if p])
         replay = replay_settings(cfg)
-        for name in (cfg.input.format, cfg.output.format):
-            if name not in ("auto", "same"):
-                get_format(str(name))      # an unknown name is a config error
+        folder = RunFolder(run_dir)
     except (ConfigError, SummarizerFatalError, ValueError) as error:
         print(f"hermes-pipeline: error: {error}", file=sys.stderr)
         return EXIT_CONFIG
+    try:
+        tree = components.output_tree(cfg, run_dir)
+    except OutputLocked as error:
+        print(f"hermes-pipeline: {error}", file=sys.stderr)
+        folder.close()
+        return EXIT_STOPPED
     if not cfg.quiet:
         print(built.caching.status_line(), flush=True)
+        if built.runner.describe():
+            print(built.runner.describe(), flush=True)
     options = RunOptions(input_format=str(cfg.input.format), output_format=str(cfg.output.format),
                          max_record_bytes=int(cfg.input.max_record_bytes), progress=str(cfg.progress),
-                         engine_fallback=built.resolved.fallback, replay=replay)
-    interrupted = False
+                         engine_fallback=built.resolved.fallback, replay=replay,
+                         prune_removed=bool(cfg.incremental.prune))
+    executor = Executor(built.runner, folder, tree, options, stop)
     try:
-        totals = Executor(built.runner, run_dir, options).run(inputs)
-    except KeyboardInterrupt:
-        interrupted = True
-        totals = None
+        totals = executor.run(inputs)
+    except KeyboardInterrupt:          # a second signal: in-flight work abandoned
+        totals = executor.totals
+        totals.interrupted = True
+        folder.close()
     finally:
         built.runner.close()
         built.engine.close()
         built.summarizer.close()
-    if interrupted:
-        print("hermes-pipeline: interrupted", file=sys.stderr)
-        return EXIT_STOPPED
-    summary = totals.summary(time.perf_counter() - started, dict(cfg.model.prices),
-                             built.caching.status_line(),   # cache writes at the summarizer's TTL price
-                             cache_ttl=str(cfg.summarizer.get("cache_ttl") or "5m"))
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    tree.close(totals.status)
+    summary = totals.summary(time.perf_counter() - started, dict(cfg.model.prices), built.caching.status_line(),
+                             cache_ttl=str(cfg.summarizer.get("cache_ttl") or "5m"),
+                             summarizer_prices=summary_prices(cfg).to_dict())
+    code, why = exit_code(summary, getattr(built.summarizer, "max_fallback_share", None))
+    summary["exit_code"] = code
+    folder.write_summary(summary)
     if not cfg.quiet:
         print_table(summary)
         print(f"run folder: {run_dir}", flush=True)
-    if totals.stopped:
-        print(f"hermes-pipeline: run stopped early: {totals.stopped}", file=sys.stderr)
-        return EXIT_STOPPED
-    bad = summary["statuses"]["quarantined"] + summary["statuses"]["failed"]
-    if bad:
-        print(f"hermes-pipeline: {bad} record(s) quarantined; see {run_dir / 'quarantine.jsonl'}", file=sys.stderr)
-        return EXIT_QUARANTINED
-    return EXIT_OK
+    if why:
+        print(f"hermes-pipeline: {why}", file=sys.stderr)
+    return code
 
 
 def _quiet_libraries() -> None:
@@ -89,14 +112,31 @@ def _hydra_entry(cfg: DictConfig) -> None:
     _exit_codes.append(run(cfg, Path(HydraConfig.get().runtime.output_dir)))
 
 
+SHORTHANDS = {"input=": "input.path=", "incremental=": "incremental.enabled="}
+
+
 def _expand_shorthand(argv: list[str]) -> list[str]:
-    """`input=PATH` is short for `input.path=PATH` (input itself is a group of keys)."""
-    return [("input.path=" + a[len("input="):]) if a.startswith("input=") else a for a in argv]
+    """`input=PATH` is short for `input.path=PATH`, `incremental=true` for `incremental.enabled=true`."""
+    out = []
+    for arg in argv:
+        for short, full in SHORTHANDS.items():
+            if arg.startswith(short):
+                arg = full + arg[len(short):]
+        out.append(arg)
+    return out
+
+
+def _refuse_used_run_folder(argv: list[str]) -> None:
+    """A run folder given again is refused before Hydra writes anything into it."""
+    for arg in argv:
+        if arg.startswith("hydra.run.dir="):
+            folder = Path(arg.split("=", 1)[1])
+            if (folder / "manifest.jsonl").exists() or (folder / "summary.json").exists():
+                raise ConfigError(f"run folder {folder} already holds a run; give a new hydra.run.dir")
 
 
 def _print_help() -> None:
     from hydra import compose, initialize_config_dir
-
     from hermes_pipeline.console import help_text
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose(config_name="config")
@@ -114,6 +154,7 @@ def main() -> None:
         return
     try:
         check_override_keys(argv)
+        _refuse_used_run_folder(argv)
     except ConfigError as error:
         print(f"hermes-pipeline: error: {error}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
@@ -123,4 +164,5 @@ def main() -> None:
     except KeyboardInterrupt:      # during composition or start-up: no traceback
         print("hermes-pipeline: interrupted", file=sys.stderr)
         sys.exit(EXIT_STOPPED)
-    sys.exit(max(_exit_codes, default=EXIT_OK))
+    from hermes_pipeline.sweep_report import sweep_exit_codes
+    sys.exit(max([*_exit_codes, *sweep_exit_codes], default=EXIT_OK))

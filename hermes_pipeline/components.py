@@ -17,7 +17,9 @@ from hermes_pipeline.config import ConfigError, validate
 from hermes_pipeline.engine.base import ContextEngine, EngineServices, StageTools
 from hermes_pipeline.engine.plan import Budgets, Settings, compute_budgets
 from hermes_pipeline.engine.plugins import Resolved, resolve_engine
+from hermes_pipeline.output_tree import OutputTree
 from hermes_pipeline.stages.cache_mark import CachingPolicy, caching_policy
+from hermes_pipeline.state import config_fingerprint
 from hermes_pipeline.summarizers.base import Summarizer
 from hermes_pipeline.tokens import TokenCounter
 
@@ -91,6 +93,22 @@ def engine_in_worker(container: dict, store_dir: str) -> ContextEngine:
 def caching_from_config(cfg: DictConfig) -> CachingPolicy:
     return caching_policy(cfg.model.name, cfg.model.provider, cfg.prompt_caching.enabled,
                           cfg.prompt_caching.cache_ttl)
+
+
+def output_dir(cfg: DictConfig) -> Path | None:
+    """The persistent output tree, if any; incremental runs need one."""
+    folder = Path(str(cfg.output.dir)).expanduser() if cfg.output.dir else None
+    if cfg.incremental.enabled and folder is None:
+        raise ConfigError("incremental=true needs output.dir=PATH: the tree whose state it keeps")
+    return folder
+
+
+def output_tree(cfg: DictConfig, run_dir: Path) -> OutputTree:
+    """Where this run writes (a persistent tree is locked first: raises OutputLocked)."""
+    folder = output_dir(cfg)
+    if folder is None:
+        return OutputTree.in_run_folder(run_dir)
+    return OutputTree.persistent_tree(folder, run_dir, bool(cfg.incremental.enabled), config_fingerprint(cfg))
 
 
 def build(cfg: DictConfig, store_dir: Path = Path(".")) -> Components:

@@ -25,7 +25,7 @@ def _static_prefix(pattern: str) -> Path:
     return Path(*parts) if parts else Path(".")
 
 
-def resolve_inputs(spec: str, exclude: Path | None = None) -> list[InputFile]:
+def resolve_inputs(spec: str, exclude: list[Path] = ()) -> list[InputFile]:
     """A file, every *.jsonl under a directory, or a glob; sorted, so runs are reproducible."""
     path = Path(spec).expanduser()
     if path.is_file():
@@ -38,9 +38,9 @@ def resolve_inputs(spec: str, exclude: Path | None = None) -> list[InputFile]:
                  for p in sorted(glob.glob(spec, recursive=True)) if Path(p).is_file()]
     else:
         raise ConfigError(f"input={spec!r}: no such file or directory")
-    if exclude is not None:   # never read our own output back in
-        exclude = exclude.resolve()
-        found = [f for f in found if not f.path.resolve().is_relative_to(exclude)]
+    for folder in exclude:    # never read our own output back in
+        folder = Path(folder).resolve()
+        found = [f for f in found if not f.path.resolve().is_relative_to(folder)]
     if not found:
         raise ConfigError(f"input={spec!r} matched no .jsonl files")
     return found

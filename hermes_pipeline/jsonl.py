@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import codecs
+import hashlib
 import json
 import math
 import os
@@ -33,6 +34,7 @@ class Record:
     raw_size: int
     repairs: list[str] = field(default_factory=list)
     span: tuple[int, int] | None = None     # (byte offset, length) of the line in the input
+    digest: str = ""                        # of the line's bytes: what an incremental run compares
 
     @property
     def source(self) -> str:
@@ -46,6 +48,7 @@ class Rejected:
     reason: str
     raw: bytes = b""
     span: tuple[int, int] | None = None     # where the raw line is in the input, when known
+    digest: str = ""
 
     @property
     def source(self) -> str:
@@ -54,20 +57,25 @@ class Rejected:
 
 def reject(record: Record, reason: str) -> Rejected:
     """A parsed record that a reader can't use; the quarantine gets its line as it was."""
-    return Rejected(record.path, record.line_no, reason, dumps(record.value), record.span)
+    return Rejected(record.path, record.line_no, reason, dumps(record.value), record.span, record.digest)
 
 
-def _skip_rest_of_line(handle, tail: bytes) -> int:
-    """Read past the end of an over-long line; its length in bytes, newline excluded."""
-    size = len(tail)
+def line_digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _skip_rest_of_line(handle, tail: bytes) -> tuple[int, str]:
+    """Read past the end of an over-long line: its length in bytes (newline excluded) and digest."""
+    size, digest = len(tail), hashlib.blake2b(tail, digest_size=16)
     while tail and not tail.endswith(b"\n"):
         tail = handle.readline(READ_CHUNK)
         size += len(tail)
-    return size - (1 if tail.endswith(b"\n") else 0)
+        digest.update(tail)
+    return size - (1 if tail.endswith(b"\n") else 0), digest.hexdigest()
 
 
-def iter_raw_lines(path: str, max_record_bytes: int) -> Iterator[tuple[int, int, bytes | None, int]]:
-    """(line number, byte offset, bytes, length) per line; bytes is None when the line is too long.
+def iter_raw_lines(path: str, max_record_bytes: int) -> Iterator[tuple[int, int, bytes | None, int, str]]:
+    """(line number, byte offset, bytes, length, digest) per line; bytes is None when the line is too long.
 
     Memory stays within max_record_bytes (+ one read chunk) whatever the line lengths.
     """
@@ -79,11 +87,11 @@ def iter_raw_lines(path: str, max_record_bytes: int) -> Iterator[tuple[int, int,
                 return
             line_no += 1
             if len(line) > max_record_bytes and not line.endswith(b"\n"):
-                size = _skip_rest_of_line(handle, line)
-                yield line_no, offset, None, size
+                size, digest = _skip_rest_of_line(handle, line)
+                yield line_no, offset, None, size, digest
                 offset = handle.tell()
                 continue
-            yield line_no, offset, line, len(line.rstrip(b"\n"))
+            yield line_no, offset, line, len(line.rstrip(b"\n")), line_digest(line)
             offset += len(line)
 
 
@@ -143,13 +151,14 @@ def parse_line(path: str, line_no: int, raw: bytes, span: tuple[int, int] | None
 
 
 def read_records(path: str, max_record_bytes: int) -> Iterator[Record | Rejected]:
-    for line_no, offset, raw, size in iter_raw_lines(path, max_record_bytes):
+    for line_no, offset, raw, size, digest in iter_raw_lines(path, max_record_bytes):
         if raw is None:
             yield Rejected(path, line_no, f"record of {size} bytes is larger than input.max_record_bytes "
-                                          f"({max_record_bytes} bytes)", span=(offset, size))
+                                          f"({max_record_bytes} bytes)", span=(offset, size), digest=digest)
             continue
         item = parse_line(path, line_no, raw, (offset, size))
         if item is not None:
+            item.digest = digest
             yield item
 
 
@@ -174,9 +183,12 @@ class AtomicJsonlWriter:
         self.bytes_written = 0
 
     def write(self, value: Any) -> None:
-        line = dumps(value) + b"\n"
-        self.handle.write(line)
-        self.bytes_written += len(line)
+        self.write_bytes(dumps(value) + b"\n")
+
+    def write_bytes(self, data: bytes) -> None:
+        """Lines already serialized (each ending with a newline)."""
+        self.handle.write(data)
+        self.bytes_written += len(data)
 
     def commit(self) -> None:
         self.handle.close()
@@ -253,6 +265,15 @@ def _copy_escaped(path: str, span: tuple[int, int], out) -> bool:
                 text = decoder.decode(pending + chunk, final=left == 0)
             out.write(json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8"))
     return invalid
+
+
+def quarantine_row(fields: dict, item: Rejected) -> dict | None:
+    """The whole quarantine row of a rejected line, or None when the line is too long to hold
+    (then JsonlLog.write_rejected copies it in chunks)."""
+    if item.span and item.span[1] > COPY_WHOLE:
+        return None
+    raw = _read_span(item.path, item.span) if item.span else None
+    return {**fields, **raw_for_quarantine(item.raw if raw is None else raw)}
 
 
 def raw_for_quarantine(raw: bytes) -> dict:

@@ -59,6 +59,9 @@ class Prices:
     def of(cls, mapping) -> "Prices":
         return cls(**{f.name: float(mapping.get(f.name, 0) or 0) for f in fields(cls)})
 
+    def to_dict(self) -> dict[str, float]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
 
 @dataclass(frozen=True)
 class ReplaySettings:

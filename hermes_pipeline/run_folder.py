@@ -1,17 +1,27 @@
-"""The run folder's records: manifest rows, the quarantine, run totals (summary.json).
+"""The run folder: manifest rows, the quarantine, run totals (summary.json), markers.
 
 Rows are counted where the work happens (the executor adds each one as it is
-written); summary.json is the sum, written once at the end.
+written); summary.json is the sum, written once at the end. Until then the
+folder holds an INCOMPLETE marker, so a run that died says so.
 """
 from __future__ import annotations
 
+import json
+import os
+import socket
+import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from hermes_pipeline.config import ConfigError
 from hermes_pipeline.engine.base import Outcome
+from hermes_pipeline.jsonl import JsonlLog, Rejected
 from hermes_pipeline.replay_run import ReplayTotals
 from hermes_pipeline.transcript import Conversation
+
+INCOMPLETE = "INCOMPLETE"
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -75,6 +85,10 @@ class RunTotals:
     bytes_in: int = 0
     bytes_out: int = 0
     stopped: str | None = None
+    interrupted: bool = False
+    skipped_unchanged: int = 0  # conversations an incremental run found as they were last written
+    removed: int = 0            # conversations the output tree has but the input no longer does
+    removed_files: list[str] = field(default_factory=list)
     replay: ReplayTotals = field(default_factory=ReplayTotals)
 
     def add(self, row: dict) -> None:
@@ -93,14 +107,22 @@ class RunTotals:
         self.usage.update({k: v for k, v in row["usage"].items() if isinstance(v, int)})
         self.replay.add(row.get("replay"))
 
-    def summary(self, wall_seconds: float, prices: dict, caching_line: str,
-                cache_ttl: str = "5m") -> dict[str, Any]:
+    @property
+    def status(self) -> str:
+        return "interrupted" if self.interrupted else "stopped" if self.stopped else "complete"
+
+    def summary(self, wall_seconds: float, prices: dict, caching_line: str, cache_ttl: str = "5m",
+                summarizer_prices: dict | None = None) -> dict[str, Any]:
         per_million = lambda tokens, price: round(tokens * float(price) / 1e6, 6)
         usage = {k: self.usage.get(k, 0) for k in USAGE_KEYS}
-        write_price = prices.get(f"cache_write_{cache_ttl}", prices.get("cache_write_5m", 0))
+        sp = summarizer_prices or prices     # summary calls are billed at the summary model's own prices
+        write_price = sp.get(f"cache_write_{cache_ttl}", sp.get("cache_write_5m", 0))
         conversations = sum(self.statuses.values())
         return {
+            "status": self.status,
             "conversations": conversations,
+            "skipped_unchanged": self.skipped_unchanged,
+            "removed": {"conversations": self.removed, "files": self.removed_files},
             "statuses": {s: self.statuses.get(s, 0) for s in ("compacted", "unchanged", "quarantined", "failed")},
             "triggers": dict(self.triggers),
             "fallbacks": self.fallbacks,
@@ -114,9 +136,9 @@ class RunTotals:
             "summarizer_usage": usage,
             "estimated_cost_usd": {
                 # what the summary calls cost, and what sending each transcript once more would cost
-                "summarizer": round(per_million(usage["input_tokens"], prices.get("input", 0))
-                                    + per_million(usage["output_tokens"], prices.get("output", 0))
-                                    + per_million(usage["cache_read_tokens"], prices.get("cache_read", 0))
+                "summarizer": round(per_million(usage["input_tokens"], sp.get("input", 0))
+                                    + per_million(usage["output_tokens"], sp.get("output", 0))
+                                    + per_million(usage["cache_read_tokens"], sp.get("cache_read", 0))
                                     + per_million(usage["cache_write_tokens"], write_price), 6),
                 "next_request_input_before": per_million(self.tokens_before, prices.get("input", 0)),
                 "next_request_input_after": per_million(self.tokens_after, prices.get("input", 0)),
@@ -131,3 +153,65 @@ class RunTotals:
             "conversations_per_second": round(conversations / wall_seconds, 2) if wall_seconds > 0 else None,
             "stopped": self.stopped,
         }
+
+
+class RunFolder:
+    """One run's folder: never one that already holds a run, never appended to."""
+
+    def __init__(self, path: Path):
+        if (path / "manifest.jsonl").exists() or (path / "summary.json").exists():
+            raise ConfigError(f"run folder {path} already holds a run; give a new hydra.run.dir")
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        (path / INCOMPLETE).write_text(f"this run has not finished: pid {os.getpid()} on {socket.gethostname()}, "
+                                       f"started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        self.manifest = JsonlLog(path / "manifest.jsonl")
+        self.quarantine = JsonlLog(path / "quarantine.jsonl")
+
+    def quarantine_rejected(self, row: dict, item: Rejected) -> None:
+        self.quarantine.write_rejected(row, item)
+
+    def close(self) -> None:
+        self.manifest.close()
+        self.quarantine.close()
+
+    def write_summary(self, summary: dict) -> None:
+        write_summary(self.path, summary)
+
+
+def write_summary(path: Path, summary: dict) -> None:
+    temp = path / ".summary.json.part"
+    temp.write_text(json.dumps(summary, indent=2) + "\n")
+    os.replace(temp, path / "summary.json")
+    (path / INCOMPLETE).unlink(missing_ok=True)
+
+
+def _complete_log(path: Path, rows: list[dict]) -> list[dict]:
+    """Append to a JSONL log the rows it lacks (by source); a torn last line is cut off first."""
+    data = path.read_bytes() if path.exists() else b""
+    if data and not data.endswith(b"\n"):
+        data = data[:data.rfind(b"\n") + 1]
+        path.write_bytes(data)
+    present = [json.loads(line) for line in data.splitlines() if line.strip()]
+    have = {row.get("source") for row in present}
+    missing = [row for row in rows if row.get("source") not in have]
+    with open(path, "ab") as handle:
+        for row in missing:
+            handle.write(json.dumps(row).encode() + b"\n")
+    return present + missing
+
+
+def recover_interrupted(run_dir: Path, committed: list[tuple[dict | None, dict | None]]) -> None:
+    """Finish the records of a run that died: its manifest and quarantine get every row it committed,
+    and summary.json says it was interrupted."""
+    if not run_dir.is_dir() or (run_dir / "summary.json").exists():
+        return
+    rows = _complete_log(run_dir / "manifest.jsonl", [m for m, _ in committed if m])
+    _complete_log(run_dir / "quarantine.jsonl", [q for _, q in committed if q])
+    totals = RunTotals(interrupted=True)
+    for row in rows:
+        totals.add(row)
+    summary = totals.summary(0.0, {}, "")
+    summary.update(wall_seconds=None, mb_per_second=None, conversations_per_second=None,
+                   note="recovered by a later run: this run was killed before it could write summary.json")
+    write_summary(run_dir, summary)

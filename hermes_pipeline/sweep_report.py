@@ -251,11 +251,18 @@ def write_report(dirs, out: Path) -> dict[str, Path]:
     return written
 
 
+# Exit statuses of a sweep's points, read from their summary.json: with a launcher that runs
+# points in other processes (joblib) the command line sees no return values of its own.
+sweep_exit_codes: list[int] = []
+
+
 class SweepReportCallback(Callback):
     """Hydra callback: the sweep report in the sweep folder once every point has run."""
 
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir))
+        for summary in sorted(sweep_dir.glob("*/summary.json")):
+            sweep_exit_codes.append(int(json.loads(summary.read_text()).get("exit_code") or 0))
         try:
             written = write_report([sweep_dir], sweep_dir)
         except Exception:          # the points are done and kept: a failed report must not fail the sweep

@@ -27,6 +27,7 @@ class Conversation:
     recorded_prompt_tokens: int | None = None   # API-reported usage found in the transcript
     notes: list[str] = field(default_factory=list)   # repairs made while reading
     stats: dict[str, int] = field(default_factory=dict)   # counted while reading (e.g. duplicates dropped)
+    digest: str = ""                 # of the input line it was read from (one-conversation-per-line files)
 
 
 # Content part types that carry an image (OpenAI chat, Anthropic, OpenAI responses).

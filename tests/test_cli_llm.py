@@ -235,8 +235,10 @@ def test_faults_in_an_independent_order_lose_no_summary(inputs, fake, tmp_path, 
     script = fault_script(seed, provider, timeout)
     fake.script(script)
     source, cache = inputs["mixed"], tmp_path / "cache" / "requests.sqlite"
+    # each fault is handled per conversation here: no circuit breaker, no health verdict
     result = llm_cli(tmp_path / "run", provider, fake, source, "summarizer.retry.attempts=2",
-                     f"summarizer.retry.timeout={timeout}", cache=cache)
+                     f"summarizer.retry.timeout={timeout}", "summarizer.breaker.max_failures=1000",
+                     "summarizer.max_fallback_share=1.0", cache=cache)
     assert result.returncode == 0, result.stderr
     rows = read_jsonl(tmp_path / "run" / "manifest.jsonl")
     assert len(rows) == 14 and sum(r["status"] == "compacted" for r in rows) == 12
@@ -284,7 +286,8 @@ def test_faults_in_an_independent_order_lose_no_summary(inputs, fake, tmp_path, 
 def test_retries_exhausted_fall_back_and_are_reported(inputs, fake, tmp_path):
     fake.script([server_error(500), overloaded(), rate_limit(retry_after=0.01)])
     result = llm_cli(tmp_path / "run", "anthropic", fake, inputs["one"], "summarizer.retry.attempts=3")
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 4, result.stderr        # every compacted conversation fell back: unhealthy
+    assert "summarizer unhealthy: 1 of 1 compacted conversations fell back" in result.stderr
     [row] = read_jsonl(tmp_path / "run" / "manifest.jsonl")
     assert row["status"] == "compacted" and row["summarizer"] == "extractive"
     assert "gave up after 3 attempts" in row["fallback"] and "429" in row["fallback"]
@@ -322,7 +325,8 @@ def test_context_length_errors_split_and_merge(inputs, fake, tmp_path, provider)
 
 def test_too_long_even_in_parts_falls_back(inputs, fake, tmp_path):
     fake.max_input_chars = len(P.INSTRUCTIONS) + 100
-    result = llm_cli(tmp_path / "run", "openai", fake, inputs["one"], "summarizer.split.max_parts=2")
+    result = llm_cli(tmp_path / "run", "openai", fake, inputs["one"], "summarizer.split.max_parts=2",
+                     "summarizer.max_fallback_share=1.0")     # one fallback of one is fine here
     assert result.returncode == 0, result.stderr
     [row] = read_jsonl(tmp_path / "run" / "manifest.jsonl")
     assert row["summarizer"] == "extractive" and "input too long" in row["fallback"]

@@ -377,7 +377,7 @@ def test_key_from_a_named_variable(make, fake, monkeypatch):
 def test_key_never_logged_returned_or_cached(make, fake, caplog, tmp_path, provider):
     caplog.set_level(logging.DEBUG)   # SDK and HTTP debug logs included
     cache = str(tmp_path / "keycheck.sqlite")
-    summarizer = make(provider, cache=cache)
+    summarizer = make(provider, cache=cache, breaker={"max_failures": 10})   # the auth error must be reached
     fake.script([rate_limit(0.01), None, server_error(500), server_error(500), server_error(500)])
     results = [summarizer.summarize(request("k1")), summarizer.summarize(request("k2")),
                summarizer.summarize(request("k1"))]
@@ -461,3 +461,26 @@ def test_close_is_idempotent_and_summarizer_restarts(make, fake):
     summarizer.close()
     assert summarizer.summarize(request("b")).fallback is None
 
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_circuit_opens_after_failures_in_a_row_and_the_endpoint_is_left_alone(make, fake, provider):
+    summarizer = make(provider, cache=True, breaker={"max_failures": 3})
+    fake.script([None])                                   # one good answer first: it is cached
+    assert summarizer.summarize(request("ok")).fallback is None
+    fake.script([server_error(500)] * 3 + [None] * 20)    # three 500s in a row, then a healthy server
+    first = summarizer.summarize(request("a"))            # 3 attempts, all 500: the circuit opens
+    assert "gave up after 3 attempts" in first.fallback
+    seen = fake.request_count
+    later = [summarizer.summarize(request(f"b{i}")) for i in range(5)]
+    assert fake.request_count == seen                     # the endpoint is not called again this run
+    assert all("circuit open after 3 connection/timeout/5xx failures in a row" in r.fallback and r.calls == 0
+               for r in later)
+    assert summarizer.summarize(request("ok")).cached     # answers already paid for are still served
+
+
+def test_a_success_resets_the_count_of_failures_in_a_row(make, fake):
+    summarizer = make("anthropic", breaker={"max_failures": 3}, retry={"attempts": 3})
+    fake.script([server_error(500), server_error(500), None, server_error(500), server_error(500), None])
+    assert summarizer.summarize(request("x")).fallback is None
+    assert summarizer.summarize(request("y")).fallback is None   # 2 + 2 failures, never 3 in a row

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 
 def opt(default: Any, help: str, range: tuple | None = None, choices: tuple | None = None,
@@ -42,6 +42,16 @@ class InputConfig:
 class OutputConfig:
     format: str = opt("same", "output format: the input's own (`same`) or a format name",
                       choices=("same", "openai", "anthropic", "sharegpt"))
+    dir: Optional[str] = opt(None, "a persistent output tree mirroring the input layout (null: the run "
+                                   "folder's transcripts/); one run at a time")
+
+
+@dataclass
+class IncrementalConfig:
+    enabled: bool = opt(False, "only conversations whose content or effective config changed are processed "
+                               "(needs output.dir; state in <output.dir>/.hermes/); `incremental=true` is short "
+                               "for this")
+    prune: bool = opt(False, "delete the outputs of input files that are gone (reported as removed either way)")
 
 
 @dataclass
@@ -135,6 +145,7 @@ class HermesConfig:
     """The composed run configuration (conf/config.yaml on top of this)."""
     input: InputConfig = group(InputConfig, "what to read")
     output: OutputConfig = group(OutputConfig, "how to write")
+    incremental: IncrementalConfig = group(IncrementalConfig, "nightly maintenance of a persistent output tree")
     compression: CompressionConfig = group(CompressionConfig, "the agent layer (SPEC §2-§4)")
     hygiene: HygieneConfig = group(HygieneConfig, "the safety-net layer (SPEC §2)")
     auxiliary: AuxiliaryConfig = group(AuxiliaryConfig, "auxiliary models")
@@ -181,6 +192,13 @@ class CacheConfig:
 
 
 @dataclass
+class BreakerConfig:
+    max_failures: int = opt(3, "after this many connection/timeout/5xx failures in a row the endpoint is not "
+                               "called again this run (the embedded summarizer stands in, and the run says so)",
+                            minimum=1)
+
+
+@dataclass
 class LLMSummarizerConfig:
     name: str = opt(MISSING, "label in the manifest")
     default_model: str = opt(MISSING, "the model used when neither auxiliary.compression.model nor a run model "
@@ -195,6 +213,10 @@ class LLMSummarizerConfig:
     retry: RetryConfig = group(RetryConfig, "retries (tenacity) on every call")
     split: SplitConfig = group(SplitConfig, "input too long for the model")
     cache: CacheConfig = group(CacheConfig, "request cache")
+    breaker: BreakerConfig = group(BreakerConfig, "circuit breaker for a dead endpoint")
+    max_fallback_share: float = opt(0.2, "more compacted conversations than this share falling back to the "
+                                         "embedded summarizer makes the run exit 4 (summarizer unhealthy)",
+                                    range=(0.0, 1.0))
 
 
 @dataclass
@@ -216,6 +238,15 @@ class LocalRunnerConfig:
                            minimum=1)
 
 
+@dataclass
+class DaskRunnerConfig:
+    name: str = opt("dask", "label")
+    address: Optional[str] = opt(None, "scheduler of a running Dask cluster (tcp://host:8786); null: a LocalCluster")
+    n_workers: int = opt(2, "LocalCluster worker processes", minimum=1)
+    threads_per_worker: int = opt(1, "LocalCluster threads per worker", minimum=1)
+    dashboard_address: str = opt(":0", "LocalCluster dashboard address (':0' picks a free port)")
+
+
 # `_target_` of a group option -> the schema of its options (plugins are not listed here:
 # instantiate() checks their keyword arguments).
 TARGET_SCHEMAS: dict[str, type] = {
@@ -223,10 +254,16 @@ TARGET_SCHEMAS: dict[str, type] = {
     "hermes_pipeline.summarizers.llm.AnthropicSummarizer": AnthropicSummarizerConfig,
     "hermes_pipeline.summarizers.llm.OpenAISummarizer": OpenAISummarizerConfig,
     "hermes_pipeline.runners.local.LocalRunner": LocalRunnerConfig,
+    "hermes_pipeline.runners.dask.DaskRunner": DaskRunnerConfig,
 }
 
 
 def register() -> None:
-    """Make `base_config` known to Hydra (called before composition)."""
+    """Make `base_config` known to Hydra (called before composition), and `${pid:}`, which
+    keeps run folders of runs started in the same second apart."""
+    import os
+
     from hydra.core.config_store import ConfigStore
     ConfigStore.instance().store(name="base_config", node=HermesConfig)
+    if not OmegaConf.has_resolver("pid"):
+        OmegaConf.register_new_resolver("pid", os.getpid)

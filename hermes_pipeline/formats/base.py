@@ -78,7 +78,12 @@ def checked(items: Iterable[Record | Rejected], problem_of) -> Iterator[Record |
 def read_each(items: Iterable[Record | Rejected], problem_of, build) -> Iterator[Conversation | Rejected]:
     """One conversation per record (the conversation-per-line layout)."""
     for item in checked(items, problem_of):
-        yield item if isinstance(item, Rejected) else build(item)
+        if isinstance(item, Rejected):
+            yield item
+            continue
+        conversation = build(item)
+        conversation.digest = item.digest      # what an incremental run compares, line by line
+        yield conversation
 
 
 def record_id(record: dict, path: str, line_no: int) -> str:

@@ -4,13 +4,15 @@ Threads (`runner.concurrency`) pay off when the summarizer waits on a remote
 model; worker processes (`runner.processes`) when the embedded summarizer
 keeps every core busy. Either way results come back in input order, with a
 bounded number in flight, so output files are identical and memory stays
-bounded whatever the setting.
+bounded whatever the setting. Items that need no engine (rejected lines,
+conversations an incremental run reuses) never leave this process.
 """
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
@@ -19,24 +21,27 @@ R = TypeVar("R")
 WINDOW_PER_WORKER = 2   # items in flight per worker: enough to keep it busy, few enough to bound memory
 
 
-def _in_order(submit: Callable[[T], Any], items: Iterable[T], width: int) -> Iterator:
-    """Submit items, keeping at most `width` pending; collect results in input order."""
+def done(value: Any) -> Future:
+    """A future that already holds its value."""
+    future: Future = Future()
+    future.set_result(value)
+    return future
+
+
+def in_order(submit: Callable[[T], Any], items: Iterable[T], width: int, needs_work: Callable[[T], bool],
+             local: Callable[[T], Any], result: Callable[[Any], R] = lambda f: f.result()) -> Iterator[R]:
+    """Submit the items that need work, keeping at most `width` pending; results in input order."""
     window: deque = deque()
     for item in items:
-        window.append(submit(item))
+        window.append(submit(item) if needs_work(item) else done(local(item)))
         if len(window) >= width:
-            yield window.popleft()
-    yield from window
+            yield _value(window.popleft(), result)
+    while window:
+        yield _value(window.popleft(), result)
 
 
-def ordered_map(function: Callable[[T], R], items: Iterable[T], concurrency: int) -> Iterator[R]:
-    """function(item) for each item, in input order, `concurrency` threads at once."""
-    if concurrency <= 1:
-        yield from map(function, items)
-        return
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        for future in _in_order(lambda item: pool.submit(function, item), items, concurrency * WINDOW_PER_WORKER):
-            yield future.result()
+def _value(future, result):
+    return future.result() if isinstance(future, Future) else result(future)
 
 
 _worker_state: Any = None
@@ -44,26 +49,15 @@ _worker_state: Any = None
 
 def _start_worker(make_state: Callable[[], Any]) -> None:
     global _worker_state
+    # a forked worker inherits the run's stop-on-signal handlers: the pool must be able to end it
+    # (SIGTERM), and Ctrl-C is for the parent to handle (it finishes or abandons the work in flight)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_state = make_state()
 
 
 def _call_in_worker(function: Callable[[Any, T], R], item: T) -> R:
     return function(_worker_state, item)
-
-
-def process_map(function: Callable[[Any, T], R], items: Iterable[T], processes: int,
-                make_state: Callable[[], Any]) -> Iterator[R]:
-    """function(state, item) for each item, in input order, in worker processes.
-
-    Each worker builds its own state (the engine) once with `make_state`,
-    which must be picklable: a resolved config, not live objects.
-    """
-    context = multiprocessing.get_context("spawn" if multiprocessing.get_start_method() == "spawn" else "fork")
-    with context.Pool(processes, initializer=_start_worker, initargs=(make_state,)) as pool:
-        pending = _in_order(lambda item: pool.apply_async(_call_in_worker, (function, item)), items,
-                            processes * WINDOW_PER_WORKER)
-        for result in pending:
-            yield result.get()
 
 
 class LocalRunner:
@@ -83,13 +77,31 @@ class LocalRunner:
             self.concurrency = auto_concurrency
         self.concurrency = int(self.concurrency)
 
-    def map(self, work: Callable[[Any, T], R], items: Iterable[T]) -> Iterator[R]:
+    def map(self, work: Callable[[Any, T], R], items: Iterable[T], needs_work: Callable[[T], bool]) -> Iterator[R]:
+        local = partial(work, None)
         if self.processes > 1:
-            return process_map(work, items, self.processes, self.make_engine)
-        return ordered_map(partial(work, self.engine), items, self.concurrency)
+            return self._in_processes(work, items, needs_work, local)
+        if self.concurrency <= 1:
+            return (work(self.engine, item) if needs_work(item) else local(item) for item in items)
+        return self._in_threads(work, items, needs_work, local)
 
-    def describe(self) -> str:
-        return f"local ({self.processes} process(es), {self.concurrency} in flight)"
+    def _in_threads(self, work, items, needs_work, local):
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            yield from in_order(lambda item: pool.submit(work, self.engine, item), items,
+                                self.concurrency * WINDOW_PER_WORKER, needs_work, local)
+
+    def _in_processes(self, work, items, needs_work, local):
+        # each worker builds its own engine once, from a resolved config (picklable)
+        context = multiprocessing.get_context("spawn" if multiprocessing.get_start_method() == "spawn" else "fork")
+        with context.Pool(self.processes, initializer=_start_worker, initargs=(self.make_engine,)) as pool:
+            yield from in_order(lambda item: pool.apply_async(_call_in_worker, (work, item)), items,
+                                self.processes * WINDOW_PER_WORKER, needs_work, local, lambda r: r.get())
+
+    def describe(self) -> str | None:
+        """A start-up line, when there is more to say than 'one thread on this machine'."""
+        if self.processes > 1:
+            return f"runner: local, {self.processes} worker processes"
+        return f"runner: local, {self.concurrency} conversations in flight" if self.concurrency > 1 else None
 
     def close(self) -> None:
         pass

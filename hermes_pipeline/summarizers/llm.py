@@ -62,6 +62,10 @@ class AuthOrQuota(Exception):
     """401/403/insufficient quota: no point in trying other conversations."""
 
 
+class CircuitOpen(Exception):
+    """The endpoint failed too often in a row: it is not called again this run."""
+
+
 @dataclass
 class _Tally:
     """What one summarize() spent: calls, retries and billed tokens."""
@@ -117,7 +121,8 @@ class LLMSummarizer(Summarizer):
                  stop_on_auth_error: bool = True, max_output_tokens: int | None = None,
                  max_input_chars: int | None = P.INPUT_CAP, split: dict | None = None,
                  model_cfg: dict | None = None, aux_cfg: dict | None = None,
-                 fallback_cfg: dict | None = None, default_model: str | None = None):
+                 fallback_cfg: dict | None = None, default_model: str | None = None,
+                 breaker: dict | None = None, max_fallback_share: float = 0.2):
         model_cfg, aux_cfg = dict(model_cfg or {}), dict(aux_cfg or {})
         retry, cache, split = dict(retry or {}), dict(cache or {}), dict(split or {})
         self.name = name or self.provider
@@ -143,6 +148,10 @@ class LLMSummarizer(Summarizer):
         self.max_parts = max(2, int(split.get("max_parts", 16)))
         self.merge_with_model = split.get("merge", "model") == "model"
         self.fallback_cfg = dict(fallback_cfg or {})
+        self.max_fallback_share = float(max_fallback_share)   # read by the run: exit 4 above it
+        self.breaker_limit = max(1, int((breaker or {}).get("max_failures", 3)))
+        self._failures_in_a_row = 0
+        self._circuit_open: str | None = None     # why the endpoint is left alone, once it is
         self.model_cfg, self.aux_cfg = model_cfg, aux_cfg
         self.cache = RequestCache(cache.get("path", ".hermes-cache/requests.sqlite"),
                                   enabled=cache.get("enabled", True))
@@ -273,19 +282,41 @@ class LLMSummarizer(Summarizer):
         # Budget is a target; leave room so a faithful summary is never cut.
         return min(max(int(budget * 1.5) + 1024, 2048), self.max_output_tokens)
 
+    def _endpoint_down(self, exc: BaseException) -> bool:
+        """A failure that says the endpoint itself is unwell (not this request)."""
+        status = getattr(exc, "status_code", 0) or 0
+        return isinstance(exc, (asyncio.TimeoutError, self._connection_error())) or status >= 500
+
+    def _note_failure(self, exc: BaseException) -> None:
+        """Count endpoint failures in a row (all in the loop thread); open the circuit at the limit."""
+        if not self._endpoint_down(exc):
+            return
+        self._failures_in_a_row += 1
+        if self._failures_in_a_row >= self.breaker_limit and self._circuit_open is None:
+            self._circuit_open = (f"{self.label}: circuit open after {self._failures_in_a_row} connection/"
+                                  f"timeout/5xx failures in a row ({self._describe(exc)}); the endpoint is "
+                                  "not called again in this run")
+            log.error(self._circuit_open)      # said once; each conversation's fallback names it too
+
     async def _attempt(self, params: dict, tally: _Tally) -> str:
+        if self._circuit_open:       # no call, no wait: the request cache was already asked
+            raise CircuitOpen(self._circuit_open)
         self._get_client()
         async with self._sem:
+            if self._circuit_open:
+                raise CircuitOpen(self._circuit_open)
             tally.calls += 1
             try:
                 reply = await asyncio.wait_for(self._send(params), self.timeout)
             except Exception as exc:
+                self._note_failure(exc)
                 kind = self._classify(exc)
                 if kind == "too_long":
                     raise ContextTooLong(self._describe(exc)) from exc
                 if kind == "fatal":
                     raise AuthOrQuota(self._describe(exc)) from exc
                 raise
+        self._failures_in_a_row = 0
         tally.add(reply.usage)
         if reply.cut:
             raise BadReply("reply cut off by the output token limit", cut=True)
@@ -432,6 +463,8 @@ class LLMSummarizer(Summarizer):
             reason = message
         except ContextTooLong as exc:
             reason = f"{self.label}: input too long ({exc})"
+        except CircuitOpen as exc:
+            reason = str(exc)
         except Exception as exc:
             if self._classify(exc) == "retry":
                 reason = f"{self.label}: gave up after {self.attempts} attempts ({self._describe(exc)})"

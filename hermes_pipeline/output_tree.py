@@ -1,0 +1,90 @@
+"""Where compacted transcripts go: the run folder's transcripts/, or a persistent `output.dir`.
+
+A persistent tree mirrors the input layout, is written by one run at a time
+(a lock), and with `incremental=true` remembers what it holds (state.py), so a
+rerun only does what changed and a killed run loses nothing it finished.
+Files are written under a hidden `.name.part` and renamed into place when
+their input file is done; leftovers of a killed run are removed on the next.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from hermes_pipeline.jsonl import AtomicJsonlWriter
+from hermes_pipeline.run_folder import recover_interrupted
+from hermes_pipeline.state import STATE_DIR, IncrementalState, OutputLock
+
+log = logging.getLogger(__name__)
+
+
+class FileSink:
+    """The output file of one input file, written as its conversations come."""
+
+    def __init__(self, path: Path, keep_partial: bool):
+        self.writer = AtomicJsonlWriter(path)
+        self.keep_partial = keep_partial   # a run folder keeps what its manifest lists, even if stopped early
+        self.written = 0
+
+    def write(self, data: bytes) -> None:
+        self.writer.write_bytes(data)
+        self.written += 1
+
+    def finish(self, complete: bool) -> int | None:
+        """Rename into place (complete, or partial in a run folder) and return the size, or discard."""
+        if self.written and (complete or self.keep_partial):
+            self.writer.commit()
+            return self.writer.bytes_written
+        self.writer.abort()
+        return None
+
+
+class OutputTree:
+    def __init__(self, root: Path, persistent: bool, state: IncrementalState | None = None,
+                 lock: OutputLock | None = None):
+        self.root, self.persistent, self.state, self.lock = root, persistent, state, lock
+
+    @classmethod
+    def in_run_folder(cls, run_dir: Path) -> "OutputTree":
+        return cls(run_dir / "transcripts", persistent=False)
+
+    @classmethod
+    def persistent_tree(cls, root: Path, run_dir: Path, incremental: bool, config_fp: str) -> "OutputTree":
+        """Lock the tree, clean what a killed run left, and finish the records of runs that died."""
+        root.mkdir(parents=True, exist_ok=True)
+        lock = OutputLock(root, run_dir)          # raises OutputLocked when a live run holds it
+        for leftover in root.rglob(".*.part"):
+            if STATE_DIR not in leftover.relative_to(root).parts:
+                leftover.unlink()
+                log.info("removed %s, left by a run that did not finish", leftover)
+        state = None
+        if incremental:
+            state = IncrementalState(root, config_fp, run_id=str(run_dir.resolve()))
+            for run_id, earlier in state.start_run(run_dir):
+                recover_interrupted(Path(earlier), state.rows_of_run(run_id))
+                state.finish_run("interrupted", run_id)
+        return cls(root, persistent=True, state=state, lock=lock)
+
+    def path_for(self, relative: Path) -> Path:
+        return self.root / relative
+
+    def sink(self, relative: Path) -> FileSink:
+        return FileSink(self.path_for(relative), keep_partial=not self.persistent)
+
+    def removed_files(self, current: set[str], prune: bool) -> tuple[list[str], int]:
+        """Files the tree has output for but the input no longer has (deleted with prune)."""
+        if self.state is None:
+            return [], 0
+        gone = {rel: items for rel, items in self.state.known_files().items() if rel not in current}
+        if prune:
+            for rel in gone:
+                self.path_for(Path(rel)).unlink(missing_ok=True)
+                self.state.forget_file(rel)
+        return sorted(gone), sum(gone.values())
+
+    def close(self, status: str) -> None:
+        if self.state is not None:
+            self.state.finish_run(status)
+            self.state.close()
+        if self.lock is not None:
+            self.lock.release()

@@ -1,0 +1,24 @@
+"""Deaths on cue, for the resume tests: `HERMES_FAULT=<point>:<n>` kills the process with
+SIGKILL the n-th time the run loop passes <point> (a real kill -9, at a chosen moment).
+
+Points: `file` (a file is about to be read), `committed` (a conversation is in the state
+store, not yet in the manifest), `listed` (in the manifest, not yet in its output file).
+Unset (always, outside the tests) it costs one dictionary lookup per call.
+"""
+from __future__ import annotations
+
+import os
+import signal
+from collections import Counter
+
+_SPEC = os.environ.get("HERMES_FAULT", "")
+_POINT, _, _NTH = _SPEC.partition(":")
+_passed: Counter = Counter()
+
+
+def checkpoint(point: str) -> None:
+    if point != _POINT:
+        return
+    _passed[point] += 1
+    if _passed[point] == int(_NTH or 1):
+        os.kill(os.getpid(), signal.SIGKILL)
