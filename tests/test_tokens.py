@@ -10,7 +10,9 @@ from conftest import CORPUS, ROOT
 from hermes_pipeline.formats import detect_format_in
 from hermes_pipeline.io import Record, read_records
 from hermes_pipeline.tokens import (
-    IMAGE_TOKENS, CountCache, TokenCounter, _parts, encoding, rough_message_tokens, rough_tokens,
+    ESTIMATE_CONVERSATION_ERROR, ESTIMATE_MESSAGE_RATIO, IMAGE_TOKENS, MESSAGE_OVERHEAD, CountCache, TokenCounter,
+    _parts, encoding, estimate_message_tokens, estimate_tokens, message_token_ceiling, rough_message_tokens,
+    rough_tokens, token_ceiling,
 )
 from hermes_pipeline.transcript import Conversation
 
@@ -170,3 +172,59 @@ def test_rough_estimate_four_chars_per_token_and_one_per_cjk_char():
     assert rough_tokens("a" * 400) == 100
     assert rough_tokens("日本語のテキスト") == 8
     assert rough_message_tokens([{"role": "user", "content": "a" * 400}]) > 100
+
+
+def conversation_errors(paths: list[Path]) -> list[tuple[str, float]]:
+    counter = TokenCounter()
+    errors = []
+    for path in paths:
+        for conversation in conversations(path):
+            exact = sum(counter.count_messages(conversation.messages))
+            estimate = sum(estimate_message_tokens(m) for m in conversation.messages)
+            errors.append((f"{path.name}:{conversation.id}", (estimate - exact) / exact))
+    return errors
+
+
+@needs_shared
+def test_the_estimate_is_within_2_percent_of_every_conversation_total_of_the_shared_corpus():
+    errors = conversation_errors(SHARED_FILES)
+    assert len(errors) >= 215
+    worst = max(errors, key=lambda e: abs(e[1]))
+    assert abs(worst[1]) <= ESTIMATE_CONVERSATION_ERROR, worst
+
+
+def test_the_estimate_is_within_2_percent_on_the_bundled_samples_and_synthetic_sessions():
+    from synth import make_session
+    errors = [e for _, e in conversation_errors(sorted((ROOT / "samples").glob("*.jsonl")))]
+    counter = TokenCounter()
+    for seed in (3, 4):
+        messages = make_session(seed)[0]["messages"]
+        exact = sum(counter.count_messages(messages))
+        errors.append((sum(estimate_message_tokens(m) for m in messages) - exact) / exact)
+    assert max(map(abs, errors)) <= ESTIMATE_CONVERSATION_ERROR, errors
+
+
+def test_the_estimate_counts_short_texts_exactly_and_prices_long_ones_by_their_characters():
+    counter = TokenCounter()
+    for text in ("user", "call_abc123", "hello world", "日本語のテキスト"):
+        assert estimate_tokens(text) == counter.count_text(text)
+    prose = "The quick brown fox jumps over the lazy dog while the cat watches from the window. " * 20
+    hexes = "".join(f"{i * 2654435761 % 16**8:08x}" for i in range(200))
+    for text in (prose, hexes, "日本語のテキストです。" * 40, "    if x:\n        return y\n" * 30):
+        assert 1 / ESTIMATE_MESSAGE_RATIO <= counter.count_text(text) / estimate_tokens(text) <= ESTIMATE_MESSAGE_RATIO
+    message = {"role": "user", "content": prose}
+    assert estimate_message_tokens(message) == MESSAGE_OVERHEAD + counter.count_text("user") + estimate_tokens(prose)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_the_ceiling_is_never_below_the_exact_count(text):
+    assert TokenCounter().count_text(text) <= token_ceiling(text)
+
+
+def test_the_message_ceiling_bounds_every_message_of_the_samples():
+    counter = TokenCounter()
+    for path in BUNDLED_FILES:
+        for conversation in conversations(path):
+            for message in conversation.messages:
+                assert counter.count_message(message) <= message_token_ceiling(message)
