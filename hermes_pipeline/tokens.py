@@ -197,6 +197,23 @@ class TokenCounter:
     def count_messages(self, messages: Iterable[dict]) -> list[int]:
         return [self.count_message(message) for message in messages]
 
+    def count_from_end(self, messages: list[dict], stop_after: int) -> list[int | None]:
+        """Exact counts of the last messages, up to the first one that takes their sum past
+        `stop_after`; None for the earlier ones, which were not counted.
+
+        A boundary walked from the end within `stop_after` tokens (the tail
+        budget, or TAIL_STRETCH_LIMIT times it) comes out the same as with every
+        count known: no comparison it makes reaches past the counted messages.
+        """
+        counts: list[int | None] = [None] * len(messages)
+        total = 0
+        for index in range(len(messages) - 1, -1, -1):
+            counts[index] = self.count_message(messages[index])
+            total += counts[index]
+            if total > stop_after:
+                break
+        return counts
+
 
 # -- calibrated estimate -------------------------------------------------------
 #

@@ -228,3 +228,14 @@ def test_the_message_ceiling_bounds_every_message_of_the_samples():
         for conversation in conversations(path):
             for message in conversation.messages:
                 assert counter.count_message(message) <= message_token_ceiling(message)
+
+
+def test_count_from_end_counts_only_the_suffix_that_a_budget_can_reach():
+    counter = TokenCounter()
+    messages = [{"role": "user", "content": f"message {i} " + "word " * 50} for i in range(40)]
+    exact = counter.count_messages(messages)
+    counts = counter.count_from_end(messages, stop_after=3 * exact[-1])
+    counted = [c for c in counts if c is not None]
+    assert counts[-len(counted):] == exact[-len(counted):] and None not in counts[-len(counted):]
+    assert sum(counted) > 3 * exact[-1] >= sum(counted[1:])
+    assert counter.count_from_end(messages, stop_after=10**9) == exact
