@@ -7,7 +7,7 @@ envelope, plus a small fixed per-message overhead.
 Exact counts of cl100k come from bpe-openai's compiled counter (GitHub's
 `bpe` crate): on every message text of the shared corpus, the long sessions
 and the synthetic sessions it gives the same count as tiktoken's
-`encode_ordinary`, about 2.9x faster, and it stays linear on long runs of one
+`encode_ordinary`, 2.6-2.9x faster, and it stays linear on long runs of one
 character where tiktoken does not. tiktoken (with the offline encoding) stays
 the reference and the fallback for any other encoding. Neither downloads
 anything at run time.
@@ -233,8 +233,10 @@ class TokenCounter:
 # 1.6% on every one of them; with each source (tau-bench, Claude Code logs,
 # vsla, the pi session, synthetic) left out of the fit and checked against it:
 # max 5.7%. One message of 200 tokens or more: exact / estimate in [0.75, 1.47].
-# The estimate is not much cheaper than the exact count (about 0.55x of
-# bpe-openai's time): token_ceiling is the bound that costs nothing.
+# It is not much cheaper than the exact count: about 0.55x of bpe-openai's
+# time per long text, 0.8x per message (whose short texts are counted
+# exactly). token_ceiling is the bound that costs nothing; exact counts of a
+# suffix (TokenCounter.count_from_end) decide a boundary for less.
 ESTIMATE_EXACT_BELOW = 256
 ESTIMATE_CONVERSATION_ERROR = 0.02    # |estimate - exact| / exact of a conversation total, shared corpus
 ESTIMATE_DECISION_MARGIN = 0.10       # for text unlike it: a decision this far from its threshold is safe
