@@ -42,6 +42,7 @@ class SummarizeStage(Stage):
             context_length=plan.budgets.context_length,
             previous_summary=plan.previous_summary,
             head=list(plan.original[:plan.head_end]),
+            span=(plan.head_end, plan.tail_start),
         )
         try:
             result = tools.summarizer.summarize(request)
