@@ -299,6 +299,15 @@ def test_recompaction_in_process_updates_one_summary_and_carries_its_pointers(sy
         assert any(h["pointer"] == old[0] for h in hits), fact.text
 
 
+def test_lcm_is_resolved_like_any_plugin_through_its_entry_point():
+    from hermes_pipeline.engine.lcm.engine import LCMEngine
+    from hermes_pipeline.engine.plugins import BUILT_IN, resolve_engine
+    resolved = resolve_engine("lcm", [])
+    assert "lcm" not in BUILT_IN
+    assert resolved.factory is LCMEngine and resolved.fallback is None
+    assert resolved.origin == "entry point hermes_pipeline.engine.lcm.engine:LCMEngine"
+
+
 def test_input_record_is_defined_for_every_kind_of_input():
     lines = [{"type": "user"}, {"type": "assistant"}]
     assert input_record(Conversation("a", [], "f:1", raw_records=lines, record={"id": "a"})) == (lines, "lines")
@@ -390,3 +399,27 @@ def test_lcm_store_is_a_known_key_with_help(tmp_path):
     assert "lcm.store" in result.stdout and "lcm" in result.stdout.split("engine:")[1].split("\n")[0]
     typo = run_cli(tmp_path / "run", f"input={TAU_BENCH}", "engine=lcm", "lcm.stor=x")
     assert typo.returncode == 1 and "did you mean lcm.store" in typo.stderr
+
+
+# -- with a model summarizer (the fake provider, over HTTP) ---------------------------------
+
+
+def test_a_model_summary_and_its_fallback_both_carry_the_pointers(tmp_path):
+    from hermes_pipeline.testing.fake_provider import FakeProvider, server_error
+    sample = REAL.parent.parent.parent / "samples" / "tau-bench-airline.jsonl"
+    with FakeProvider() as fake:
+        fake.script([server_error(500)])          # one request fails: that conversation falls back
+        result = run_cli(tmp_path / "run", f"input={sample}", "engine=lcm", "summarizer=anthropic", *SMALL,
+                         f"auxiliary.compression.base_url={fake.base_url}", "summarizer.retry.attempts=1",
+                         f"summarizer.cache.path={tmp_path / 'cache.sqlite'}",
+                         env={"ANTHROPIC_API_KEY": "hermesFAKEKEYlcm0test"})
+    assert result.returncode == 0, result.stderr
+    rows = [r for r in read_jsonl(tmp_path / "run" / "manifest.jsonl") if r["status"] == "compacted"]
+    outputs = {o["id"]: o for o in read_jsonl(tmp_path / "run" / "transcripts" / sample.name)}
+    fell_back = [r for r in rows if r["fallback"]]
+    assert len(fell_back) == 1 and fell_back[0]["summarizer"] == "extractive" and "500" in fell_back[0]["fallback"]
+    assert {r["summarizer"] for r in rows if not r["fallback"]} == {"anthropic:claude-sonnet-4-5"}
+    for row in rows:
+        summary = [visible_text(m) for m in outputs[row["id"]]["messages"] if is_summary_message(m)][-1]
+        assert f"Stored originals: {row['lcm_span']} (messages " in summary
+        assert ("Request digest: sha256:" in summary) == (not row["fallback"])     # the model's text, or not

@@ -16,6 +16,7 @@ one, so every pointer handed out stays in the summary and stays expandable
 """
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -149,7 +150,7 @@ class LCMEngine(ContextEngine):
     # -- what an agent could call --------------------------------------------------
 
     def tools(self) -> list[dict]:
-        return [dict(tool) for tool in TOOLS]
+        return copy.deepcopy(list(TOOLS))     # a caller may edit its copy
 
     def call_tool(self, name: str, arguments: dict) -> Any:
         """Run one of tools() as an agent would: lcm_grep -> hits, lcm_expand -> the stored JSON."""
