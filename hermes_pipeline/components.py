@@ -20,7 +20,7 @@ from hermes_pipeline.engine.plugins import Resolved, resolve_engine
 from hermes_pipeline.output_tree import OutputTree
 from hermes_pipeline.stages.cache_mark import CachingPolicy, caching_policy
 from hermes_pipeline.state import config_fingerprint
-from hermes_pipeline.summarizers.base import Summarizer
+from hermes_pipeline.summarizers.base import Summarizer, SummarizerFatalError
 from hermes_pipeline.tokens import TokenCounter
 
 
@@ -80,6 +80,11 @@ def build_engine(cfg: DictConfig, summarizer: Summarizer, policy: CachingPolicy,
         engine = resolved.factory(services, **options)
     except TypeError as error:   # an option the engine doesn't take
         raise ConfigError(f"context.options for engine {resolved.name!r}: {error}") from None
+    except (ConfigError, SummarizerFatalError):
+        raise
+    except Exception as error:   # a plugin that can't start is a config error, not a traceback
+        raise ConfigError(f"context engine {resolved.name!r} ({resolved.origin}) could not be built: "
+                          f"{type(error).__name__}: {error}") from None
     return engine, resolved
 
 

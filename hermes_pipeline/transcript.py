@@ -28,6 +28,9 @@ class Conversation:
     notes: list[str] = field(default_factory=list)   # repairs made while reading
     stats: dict[str, int] = field(default_factory=dict)   # counted while reading (e.g. duplicates dropped)
     digest: str = ""                 # of the input line it was read from (one-conversation-per-line files)
+    # one conversation per file: the JSON value of each input line it was read from, in file order
+    # (a lossless engine keeps them; one conversation per line has its line's value in `record`)
+    raw_records: list | None = None
 
 
 # Content part types that carry an image (OpenAI chat, Anthropic, OpenAI responses).

@@ -104,6 +104,12 @@ class ContextConfig:
 
 
 @dataclass
+class LCMConfig:
+    store: Optional[str] = opt(None, "SQLite file of the originals (null: <run folder>/lcm.sqlite); give the same "
+                                     "file to every run so pointers from earlier runs stay expandable")
+
+
+@dataclass
 class PluginsConfig:
     dirs: List[str] = opt([], "more folders to search for plugins/context_engine/<name>/ (after the working "
                               "directory)")
@@ -153,6 +159,7 @@ class HermesConfig:
     context: ContextConfig = group(ContextConfig, "the context engine (set by engine=NAME)")
     plugins: PluginsConfig = group(PluginsConfig, "plugin search path")
     replay: ReplayConfig = group(ReplayConfig, "the live agent's bill per conversation (hermes_pipeline/replay.py)")
+    lcm: LCMConfig = group(LCMConfig, "the lossless engine (engine=lcm reads these as its context.options)")
     progress: str = opt("auto", "auto (bar on a terminal, log lines otherwise) | bar | log | none",
                         choices=("auto", "bar", "log", "none"))
     quiet: bool = opt(False, "print nothing but errors (no results table)")

@@ -71,10 +71,17 @@ def _plugin_folder(root: Path, name: str) -> Path | None:
     folder = base / name
     if not (folder / "__init__.py").is_file():
         return None
-    if not folder.resolve().is_relative_to(base):   # a symlink that leaves the plugin folder
-        raise ConfigError(f"plugin folder {root / 'plugins' / 'context_engine' / name} points outside "
-                          f"{base}: refused")
+    # a symlink (of the folder or of its __init__.py) that leaves the plugin folder is not a plugin here
+    for path in (folder, folder / "__init__.py"):
+        if not path.resolve().is_relative_to(base):
+            raise ConfigError(f"plugin {root / 'plugins' / 'context_engine' / path.relative_to(base)} points "
+                              f"outside {base}: refused")
     return folder
+
+
+def _defined_in(cls: type, module_name: str) -> bool:
+    """The class comes from the plugin: its __init__.py or a module inside its folder."""
+    return cls.__module__ == module_name or cls.__module__.startswith(module_name + ".")
 
 
 def _load_directory_plugin(folder: Path, name: str) -> Callable[..., ContextEngine]:
@@ -82,17 +89,26 @@ def _load_directory_plugin(folder: Path, name: str) -> Callable[..., ContextEngi
     spec = importlib.util.spec_from_file_location(module_name, folder / "__init__.py",
                                                   submodule_search_locations=[str(folder)])
     module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    sys.modules[module_name] = module   # before running it, so its relative imports resolve
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:          # a broken plugin is a config error, not a traceback
+        sys.modules.pop(module_name, None)
+        raise ConfigError(f"plugin {folder} failed to load: {type(error).__name__}: {error}") from None
     if callable(getattr(module, "register", None)):
         ctx = _PluginContext()
-        module.register(ctx)
+        try:
+            module.register(ctx)
+        except ConfigError:
+            raise
+        except Exception as error:
+            raise ConfigError(f"plugin {folder}: register(ctx) failed: {type(error).__name__}: {error}") from None
         if name in ctx.engines:
             return ctx.engines[name]
         raise ConfigError(f"plugin {folder}: register(ctx) did not register an engine named {name!r}")
     classes = [value for value in vars(module).values() if inspect.isclass(value)
                and issubclass(value, ContextEngine) and value is not ContextEngine
-               and value.__module__ == module_name and not inspect.isabstract(value)]
+               and _defined_in(value, module_name) and not inspect.isabstract(value)]
     if len(classes) != 1:
         raise ConfigError(f"plugin {folder}: define register(ctx) or exactly one ContextEngine subclass "
                           f"(found {len(classes)})")
@@ -109,7 +125,12 @@ def resolve_engine(name: str, search_dirs: list[Path]) -> Resolved:
             return Resolved(_load_directory_plugin(folder, name), name, f"directory {folder}")
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         if entry.name == name:
-            return Resolved(entry.load(), name, f"entry point {entry.value}")
+            try:
+                factory = entry.load()
+            except Exception as error:   # an installed but broken plugin: say which, don't crash
+                raise ConfigError(f"context engine {name!r} (entry point {entry.value}) failed to load: "
+                                  f"{type(error).__name__}: {error}") from None
+            return Resolved(factory, name, f"entry point {entry.value}")
     if name in _REGISTRY:
         return Resolved(_REGISTRY[name], name, "registry")
     why = (f"context engine {name!r} not found (no plugins/context_engine/{name}/ under "

@@ -360,6 +360,7 @@ class AnthropicFormat(TranscriptFormat):
                 id=file_conversation_id(path), messages=messages, source=first_source, format=self.name,
                 layout=MESSAGE, record=None, recorded_prompt_tokens=_recorded_tokens({}, originals), notes=notes,
                 stats={"records": len(originals)},     # input lines this conversation was read from
+                raw_records=originals,
             )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:

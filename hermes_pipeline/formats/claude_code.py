@@ -202,7 +202,7 @@ class ClaudeCodeFormat(TranscriptFormat):
         conversation = Conversation(
             id=conversation_id, messages=messages, source=events[0].source, format=self.name, layout=MESSAGE,
             record={"id": conversation_id, "messages": [], "metadata": metadata},
-            recorded_prompt_tokens=context_tokens(usage), notes=notes,
+            recorded_prompt_tokens=context_tokens(usage), notes=notes, raw_records=[e.value for e in events],
         )
         conversation.stats = stats   # read by the run report when Conversation has a stats field
         return conversation

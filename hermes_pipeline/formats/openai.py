@@ -71,6 +71,7 @@ class OpenAIFormat(TranscriptFormat):
                 format=self.name, layout=MESSAGE, record=None,
                 recorded_prompt_tokens=recorded_prompt_tokens({}, messages), notes=notes,
                 stats={"records": len(messages)},      # input lines this conversation was read from
+                raw_records=list(messages),
             )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:

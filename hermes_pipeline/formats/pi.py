@@ -291,12 +291,13 @@ class PiFormat(TranscriptFormat):
         return None
 
     def read(self, items: Iterable[Record | Rejected], path: str, layout: str) -> Iterator[Conversation | Rejected]:
-        header, entries, extra_headers, notes, first = None, [], [], [], None
+        header, entries, extra_headers, notes, first, lines = None, [], [], [], None, []
         for item in checked(items, entry_problem):
             if isinstance(item, Rejected):
                 yield item
                 continue
             first = first or item
+            lines.append(item.value)
             notes.extend(f"line {item.line_no}: {r}" for r in item.repairs)
             if item.value["type"] != "session":
                 entries.append(item)
@@ -305,10 +306,10 @@ class PiFormat(TranscriptFormat):
             else:
                 extra_headers.append(item.value)
         if first is not None:
-            yield self._conversation(header, entries, path, first.source, notes, extra_headers)
+            yield self._conversation(header, entries, path, first.source, notes, extra_headers, lines)
 
     def _conversation(self, header: dict | None, entries: list[Record], path: str, source: str,
-                      notes: list[str], extra_headers: list[dict]) -> Conversation:
+                      notes: list[str], extra_headers: list[dict], lines: list) -> Conversation:
         stats = {"records": len(entries) + len(extra_headers) + (header is not None), "entries": len(entries)}
         on_path = _path(entries, notes)
         used = context_entries(on_path, stats)
@@ -338,7 +339,7 @@ class PiFormat(TranscriptFormat):
         return Conversation(
             id=conversation_id, messages=messages, source=source, format=self.name, layout=MESSAGE,
             record={"id": conversation_id, "messages": [], "metadata": metadata},
-            recorded_prompt_tokens=context_tokens(usage), notes=notes, stats=stats,
+            recorded_prompt_tokens=context_tokens(usage), notes=notes, stats=stats, raw_records=lines,
         )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:

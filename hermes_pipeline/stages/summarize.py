@@ -21,7 +21,7 @@ from hermes_pipeline.transcript import is_summary_message
 log = logging.getLogger(__name__)
 
 
-def _embedded_fallback(request: SummaryRequest, why: str, failed: SummaryResult | None) -> SummaryResult:
+def embedded_fallback(request: SummaryRequest, why: str, failed: SummaryResult | None) -> SummaryResult:
     from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
     result = ExtractiveSummarizer().summarize(request)
     result.fallback = why
@@ -42,6 +42,7 @@ class SummarizeStage(Stage):
             context_length=plan.budgets.context_length,
             previous_summary=plan.previous_summary,
             head=list(plan.original[:plan.head_end]),
+            span=(plan.head_end, plan.tail_start),
         )
         try:
             result = tools.summarizer.summarize(request)
@@ -49,10 +50,10 @@ class SummarizeStage(Stage):
             raise
         except Exception as error:   # any summarizer bug or outage: fall back, and say so
             log.warning("summarizer failed for %s: %s", plan.conversation_id, error)
-            result = _embedded_fallback(request, f"{type(error).__name__}: {error}", None)
+            result = embedded_fallback(request, f"{type(error).__name__}: {error}", None)
         text = strip_think(result.text).strip()
         if not text:
-            result = _embedded_fallback(request, f"{result.summarizer} returned an empty summary", result)
+            result = embedded_fallback(request, f"{result.summarizer} returned an empty summary", result)
             text = strip_think(result.text).strip()
         result.text = redact_secrets(text)
         return draft.but(summary=result)

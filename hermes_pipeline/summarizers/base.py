@@ -27,6 +27,7 @@ class SummaryRequest:
     context_length: int
     previous_summary: str | None = None   # an earlier compaction summary to update
     head: list[dict] = field(default_factory=list)   # verbatim head, for the goal and language
+    span: tuple[int, int] | None = None   # the summary replaces messages[start:end] of the conversation
 
 
 @dataclass
