@@ -43,6 +43,8 @@ def canonical_path(path: str) -> str:
 
 def _checkable(path: str) -> bool:
     """A bare word (`build`) can't be told apart from prose, so it is no probe."""
+    if re.match(r"^[A-Za-z][\w+.-]*:", path):
+        return False   # a URI or a tool's own address (agent:/x, http://), not a file
     return bool(path) and ("/" in path or "." in path.lstrip(".")) and path not in ("/dev/null", ".", "..")
 
 
@@ -85,6 +87,8 @@ def path_tokens(text: str) -> set[str]:
 _HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
 _SEGMENT = re.compile(r"&&|\|\||;|\n")
 SHELL_TOOL = re.compile(r"bash|shell|terminal|exec|command|cmd|^sh$|^run$", re.I)
+# tools that run a project's tests or build without a shell command line (run_tests, build, lint)
+RUNNER_TOOL = re.compile(r"test|build|compile|lint|typecheck|pytest|cargo|make", re.I)
 # programs whose output is file content or a listing: an "error:" in it is text, not a failure
 _VIEWERS = {"cat", "grep", "rg", "ag", "head", "tail", "sed", "awk", "less", "more", "find", "ls", "tree", "echo",
             "wc", "diff", "nl", "printf", "sort", "uniq", "cut", "jq", "stat", "file", "which", "type", "cd", "pwd"}
@@ -125,17 +129,27 @@ def command_programs(command: str) -> list[tuple[str, list[str]]]:
     return programs
 
 
+_SETUP = {"cd", "export", "source", "set", "sleep", "pkill", "kill", "rm", "mkdir", "cp", "mv", "touch", "ln", "chmod",
+          "true", "false", "timeout", "unset", "pushd", "popd", "clear"}
+
+
 def command_key(command: str) -> str:
-    """The program a command is about (`make`, `pytest`, `cargo test`), for 'fixed later'."""
+    """The program a command is about (`make`, `pytest`, `cargo test`), for 'fixed later'.
+
+    The last program that is neither a viewer nor a setup step: in `cd build && cmake .. && make | tail`
+    that is `make`.
+    """
+    key = ""
     for program, args in command_programs(command):
-        if program in _VIEWERS or program in ("cd", "export", "source", "set", "sleep", "pkill", "kill"):
+        if program in _VIEWERS or program in _SETUP:
             continue
         if program in ("cargo", "npm", "pnpm", "yarn", "go", "git", "uv", "poetry", "just", "bun") and args:
-            return f"{program} {args[0]}"
-        if program in ("python", "python3") and args[:1] == ["-m"] and len(args) > 1:
-            return args[1]
-        return program
-    return ""
+            key = f"{program} {args[0]}"
+        elif program in ("python", "python3") and args[:1] == ["-m"] and len(args) > 1:
+            key = args[1]
+        else:
+            key = program
+    return key
 
 
 def is_viewer_only(command: str) -> bool:
@@ -205,17 +219,35 @@ def error_lines(text: str) -> list[str]:
         start = text.rfind("\n", 0, hit) + 1
         end = text.find("\n", hit)
         end = len(text) if end < 0 else end
-        line = normalize(text[start:end])
-        if len(line) < MIN_ERROR_CHARS or _ECHO_LINE.match(line) or line in seen:
+        line = text[start:end].strip()      # inner spacing kept: quoted verbatim
+        key = normalize(line)
+        if len(key) < MIN_ERROR_CHARS or _ECHO_LINE.match(key) or key in seen:
             continue
-        seen.add(line)
-        if not _CODE_LINE.match(re.sub(r"^[\w./-]+:\d+[:-]\s?", "", line)):
+        seen.add(key)
+        if not _CODE_LINE.match(re.sub(r"^[\w./-]+:\d+[:-]\s?", "", key)):
             found.append(line)
     return found
 
 
 def error_probe_text(line: str) -> str:
+    """What a summary must contain for an error line to count: its first ERROR_CHARS, whitespace collapsed."""
     return normalize(line)[:ERROR_CHARS]
+
+
+def clip_verbatim(line: str, limit: int = ERROR_CHARS) -> str:
+    """The shortest verbatim prefix whose collapsed form is the line's first `limit` characters."""
+    if len(normalize(line)) <= limit:
+        return line
+    count, space = 0, True
+    for position, char in enumerate(line):
+        if char.isspace():
+            if not space:
+                count, space = count + 1, True
+        else:
+            count, space = count + 1, False
+        if count >= limit and not space:
+            return line[:position + 1] + "…"
+    return line
 
 
 # -- identifiers ---------------------------------------------------------------------------
@@ -339,12 +371,17 @@ def file_actions(call: dict, result: dict | None) -> list[tuple[str, str]]:
 
 
 def shell_command(call: dict) -> str | None:
+    """The command line a shell, test or build tool ran (a runner tool without one: its name)."""
     name = str((call.get("function") or {}).get("name") or "")
     args = call_arguments(call)
     command = next((args[k] for k in ("command", "cmd", "script") if isinstance(args.get(k), str)), None)
-    if command is None or not SHELL_TOOL.search(name) or command in ("view", "create", "str_replace", "insert"):
-        return None
-    return command
+    if command in ("view", "create", "str_replace", "insert", "undo_edit"):
+        return None    # str_replace_based_edit_tool's sub-commands
+    if SHELL_TOOL.search(name) and command is not None:
+        return command
+    if RUNNER_TOOL.search(name) and not _WRITE_TOOL.search(name) and not _EDIT_TOOL.search(name):
+        return command or name
+    return None
 
 
 def substantive_user_text(message: dict) -> str:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from hermes_pipeline.artifacts import (
-    ERROR_CHARS, command_key, is_plain_path, error_lines, error_probe_text, file_actions, identifier_candidates, is_viewer_only,
+    ERROR_CHARS, clip_verbatim, command_key, is_plain_path, error_lines, error_probe_text, file_actions, identifier_candidates, is_viewer_only,
     normalize, paired_results, path_suffixes, path_tokens, shell_command, string_leaves, call_arguments,
     substantive_user_text, use_tokens, user_turn_units,
 )
@@ -49,7 +49,8 @@ MAX_ERRORS = 8            # the most recent distinct error lines are the ones an
 
 @dataclass
 class ErrorProbe:
-    line: str            # normalized, clipped to ERROR_CHARS
+    line: str            # what must be present: normalized, clipped to ERROR_CHARS
+    text: str            # the line as printed (clipped), for a summary to quote
     command: str         # the command that printed it (clipped)
     fixed: bool          # a later run of the same program printed no error
     index: int
@@ -71,13 +72,16 @@ class Probes:
 
 
 
-def extract_probes(messages: list[dict], removed_indices: Iterable[int]) -> Probes:
-    """The probes of the removed messages; the rest of the conversation decides 'later'."""
+def extract_probes(messages: list[dict], removed_indices: Iterable[int], max_errors: int | None = MAX_ERRORS) -> Probes:
+    """The probes of the removed messages; the rest of the conversation decides 'later'.
+
+    `max_errors=None` keeps every distinct error line, not only the last ones.
+    """
     removed = set(removed_indices)
     probes = Probes()
     written: dict[str, list[str]] = {}
     read: list[str] = []
-    errors: dict[str, tuple[int, int, str, str]] = {}      # line -> (result index, position, command, key)
+    errors: dict[str, tuple] = {}     # normalized line -> (result index, position, command, key, verbatim line)
     clean_runs: dict[str, int] = {}                         # program -> last index of a run without errors
     first_seen: dict[str, tuple[int, str | None]] = {}      # id -> (index, what it is if first seen in a result)
     last_use: dict[str, int] = {}
@@ -118,12 +122,12 @@ def extract_probes(messages: list[dict], removed_indices: Iterable[int]) -> Prob
             elif result_index in removed:
                 for line in found:
                     position += 1
-                    errors.pop(line, None)                   # re-inserted: dict order = last occurrence
-                    errors[line] = (result_index, position, command, key)
+                    errors.pop(normalize(line), None)        # re-inserted: dict order = last occurrence
+                    errors[normalize(line)] = (result_index, position, command, key, line)
     probes.files_written = written
     probes.files_read = sorted({p for p in read if p not in written})
-    for line, (index, _, command, key) in list(errors.items())[-MAX_ERRORS:]:
-        probes.errors.append(ErrorProbe(error_probe_text(line), normalize(command)[:200],
+    for line, (index, _, command, key, verbatim) in list(errors.items())[-(max_errors or len(errors) or 1):]:
+        probes.errors.append(ErrorProbe(error_probe_text(line), clip_verbatim(verbatim), normalize(command)[:200],
                                         clean_runs.get(key, -1) > index, index))
     for value, (index, kind) in first_seen.items():
         if kind is not None and index in removed and last_use.get(value, -1) > index:
