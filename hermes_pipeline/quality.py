@@ -64,6 +64,7 @@ class Probes:
     errors: list[ErrorProbe] = field(default_factory=list)
     identifiers: dict[str, str] = field(default_factory=dict)   # value -> what it is
     known_paths: set[str] = field(default_factory=set)          # every path seen: decides ambiguous suffixes
+    written_at: dict[str, int] = field(default_factory=dict)    # path -> index of its last change
 
     def totals(self) -> dict[str, int]:
         return {"files_written": len(self.files_written), "files_read": len(self.files_read),
@@ -110,8 +111,12 @@ def extract_probes(messages: list[dict], removed_indices: Iterable[int], max_err
                     continue
                 if action == "read":
                     read.append(path)
-                elif action not in written.setdefault(path, []):
-                    written[path].append(action)
+                    continue
+                actions = written.setdefault(path, [])
+                if action in actions:
+                    actions.remove(action)      # the list ends with the last action
+                actions.append(action)
+                probes.written_at[path] = index
             command = shell_command(call)
             if command is None or result is None or is_viewer_only(command):
                 continue

@@ -38,8 +38,9 @@ _INTENT = re.compile(r"\b(next|now I'll|I'll|I will|let me(?! know)|going to|nee
 _COMPLETED = re.compile(r"^(?:done|fixed|all \w+ pass|successfully|completed?)\b|\b(?:now (?:compiles|passes|works)|"
                         r"(?:has|have) been (?:created|added|updated|fixed|removed|implemented)|successfully)\b", re.I)
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
-_GOAL_REST = re.compile(REQUIREMENT.pattern + r"|\bno\b|\bnot\b|n't\b|\bkeep\b|\bdelete\b|\buntil\b|\bunless\b|%",
-                        re.I)
+# a user sentence that constrains the work: requirement words, negations, limits, versions
+_CONSTRAINT = re.compile(REQUIREMENT.pattern + r"|\bno\b|\bnot\b|n't\b|\bkeep\b|\bdelete\b|\buntil\b|\bunless\b|%|"
+                         r"\bversion\b|\bv?\d+\.\d+(?:\.\d+)?\b|\blimit|\bmax(?:imum)?\b|\bmin(?:imum)?\b", re.I)
 _PLAN_KEYS = ("todos", "plan", "tasks")
 _PLAN_STATUS = {"completed": "### Done", "done": "### Done", "in_progress": "### In Progress",
                 "blocked": "### Blocked", "pending": "## Next Steps", "todo": "## Next Steps"}
@@ -104,11 +105,11 @@ class ExtractiveSummarizer(Summarizer):
         while opening < len(parts) and len(" ".join(parts[:opening])) < 40:
             opening += 1   # "Hello!" is not the task: take sentences until there is one
         c.add("## Goal", "- " + _clip(" ".join(parts[:opening]), 200), USER_WORDS, -2)
-        rest = [s for s in parts[opening:] if not _GOAL_REST.search(s)]
+        rest = [s for s in parts[opening:] if not _CONSTRAINT.search(s)]
         if rest:
             c.add("## Goal", "- " + _clip(" ".join(rest), 300), USEFUL, -2)
         for s in parts[opening:]:
-            if _GOAL_REST.search(s):
+            if _CONSTRAINT.search(s):
                 c.add("## Constraints & Preferences", "- " + _clip(_sentence(s)), KEY, -2)
 
     def _user_turns(self, middle: list[dict], c: Collector, start: int) -> None:
@@ -118,12 +119,10 @@ class ExtractiveSummarizer(Summarizer):
         turns = [(i, strip_think(t).strip()) for i, t in turns if t.strip()]
         for n, (i, text) in enumerate(turns):
             body = normalize(text) if len(text) <= LONG_TURN_CHARS else " … ".join(user_turn_units(text))
-            if n == len(turns) - 1:
-                c.add("## Goal", "- Latest request: " + body, USER_WORDS, start + i)
-            elif REQUIREMENT.search(text):
-                c.add("## Constraints & Preferences", "- User: " + body, USER_WORDS, start + i)
-            else:
-                c.add("## Goal", "- User: " + body, USER_WORDS, start + i)
+            label = "Latest request" if n == len(turns) - 1 else "User"
+            # a turn is quoted whole, once: where it constrains the work, else with the goal
+            section = "## Constraints & Preferences" if _CONSTRAINT.search(text) else "## Goal"
+            c.add(section, f"- {label}: {body}", USER_WORDS, start + i)
 
     # -- what the agent said -------------------------------------------------------
 
@@ -155,14 +154,17 @@ class ExtractiveSummarizer(Summarizer):
         for path, actions in probes.files_written.items():
             by_action.setdefault(actions[-1], []).append(path)
         carried = [p for p in c.carried_files if p not in probes.files_written]
+        at = probes.written_at   # the files changed last are the last to go when the budget is short
         for action in ("written", "edited", "moved", "deleted"):
-            for group in grouped_paths(by_action.get(action, [])):
-                c.add("## Relevant Files", f"- {_ACTION_WORD[action]}: {group}", ARTIFACT, 0, form="compact")
-        for n, (path, actions) in enumerate(probes.files_written.items()):
-            c.add("## Relevant Files", f"- {path} ({', '.join(actions)})", ARTIFACT, n - 1000, form="full")
-        for group in grouped_paths(carried):
+            paths = by_action.get(action, [])
+            for group, members in grouped_paths(paths):
+                last = max(at[p] for p in members)
+                c.add("## Relevant Files", f"- {_ACTION_WORD[action]}: {group}", ARTIFACT, last, form="compact")
+        for path, actions in probes.files_written.items():
+            c.add("## Relevant Files", f"- {path} ({', '.join(actions)})", ARTIFACT, at[path], form="full")
+        for group, _ in grouped_paths(carried):
             c.add("## Relevant Files", f"- Named in the earlier summary: {group}", USEFUL, -1)
-        for n, group in enumerate(grouped_paths(probes.files_read, limit=8)):
+        for n, (group, _) in enumerate(grouped_paths(probes.files_read, limit=8)):
             c.add("## Relevant Files", f"- Read: {group}", CHATTER, n, form="compact-read")
         for n, path in enumerate(probes.files_read):
             c.add("## Relevant Files", f"- {path} (read)", CHATTER, n, form="full-read")
@@ -191,6 +193,9 @@ class ExtractiveSummarizer(Summarizer):
     def _progress(self, messages: list[dict], start: int, statements: list[tuple[int, str]], probes,
                   c: Collector) -> None:
         plan = self._latest_plan(messages, start)
+        if probes.files_written:
+            c.add("### Done", f"- Changed {len(probes.files_written)} file(s), listed under Relevant Files.", KEY,
+                  len(messages))   # newest of its rank: dropped last
         if plan is not None:
             items, order = plan
             for item in items:
@@ -204,9 +209,6 @@ class ExtractiveSummarizer(Summarizer):
             c.add("## Next Steps", "- Fix the errors listed under Blocked.", KEY, len(messages))
 
     def _progress_without_plan(self, messages, start, statements, probes, c: Collector) -> None:
-        changed = len(probes.files_written)
-        if changed:
-            c.add("### Done", f"- Changed {changed} file(s), listed under Relevant Files.", KEY, start)
         for i in range(start, len(messages)):
             if role(messages[i]) == "assistant":
                 for call, result, _ in paired_results(messages, i):

@@ -73,13 +73,13 @@ def fit(lines: list[Line], budget: int, counter) -> list[Line]:
         total -= costs[index]
     kept = [line for line, k in zip(lines, keep) if k]
     if total > budget:   # the user's words alone are over: shorten them, oldest first, then drop
-        for line in sorted(kept, key=lambda l: l.order):
+        for index in sorted(range(len(kept)), key=lambda i: kept[i].order):
+            line = kept[index]
             if total <= budget:
                 break
             if len(line.text) > SHORT_USER_CHARS:
-                short = replace(line, text=_shorten(line.text))   # callers' lines stay as they were
-                kept[kept.index(line)] = short
-                total -= counter.count_text(line.text) - counter.count_text(short.text)
+                kept[index] = replace(line, text=_shorten(line.text))   # callers' lines stay as they were
+                total -= counter.count_text(line.text) - counter.count_text(kept[index].text)
         while total > budget and kept:
             total -= counter.count_text(kept.pop(0).text) + 1
     while kept and counter.count_text(render(kept)) > budget:

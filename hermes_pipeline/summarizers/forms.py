@@ -15,8 +15,8 @@ MAX_GROUP = 10                             # paths per line, so the budget can d
 
 def _cluster_key(path: str) -> str:
     parts = path.split("/")
-    if path.startswith("/"):
-        return "/".join(parts[:4]) if len(parts) > 4 else "/".join(parts[:-1])
+    if path.startswith("/"):   # /home/user, /tmp/tmpabc: the prefix then grows to what the group shares
+        return "/".join(parts[:3]) if len(parts) > 3 else "/".join(parts[:-1])
     return parts[0] if len(parts) > 1 else ""
 
 
@@ -31,26 +31,24 @@ def _common_dir(paths: list[str]) -> str:
     return "/".join(common)
 
 
-def grouped_paths(paths: list[str], limit: int = MAX_GROUP) -> list[str]:
-    """Each path exactly once, in brace groups of at most `limit` paths (order of first mention kept)."""
+def grouped_paths(paths: list[str], limit: int = MAX_GROUP) -> list[tuple[str, list[str]]]:
+    """(text, the paths it names): each path exactly once, in brace groups of at most `limit` paths."""
     clusters: dict[str, list[str]] = {}
-    singles = []
+    out = []
     for path in paths:
         if _PLAIN.fullmatch(path):
             clusters.setdefault(_cluster_key(path), []).append(path)
         else:
-            singles.append(path)
-    out = []
+            out.append((path, [path]))   # spaces or globs: only written out alone
     for members in clusters.values():
         for start in range(0, len(members), limit):
             chunk = members[start:start + limit]
             prefix = _common_dir(chunk) if len(chunk) > 1 else ""
             if not prefix:
-                out.append(", ".join(chunk))
-                continue
-            rest = [p[len(prefix) + 1:] for p in chunk]
-            out.append(f"{prefix}/{{{','.join(rest)}}}")
-    return out + singles
+                out.append((", ".join(chunk), chunk))
+            else:
+                out.append((f"{prefix}/{{{','.join(p[len(prefix) + 1:] for p in chunk)}}}", chunk))
+    return out
 
 
 def grouped_identifiers(identifiers: dict[str, str], limit: int = 16) -> list[str]:
