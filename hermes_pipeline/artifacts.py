@@ -280,6 +280,11 @@ def identifier_candidates(text: str) -> list[tuple[str, str]]:
     return out
 
 
+def amounts(text: str) -> list[tuple[str, str]]:
+    """(value, its JSON key) for prices, amounts, balances and totals in a tool result."""
+    return [(m.group(2), m.group(1)) for m in _AMOUNT.finditer(text)]
+
+
 def use_tokens(text: str) -> set[str]:
     tokens = {v for _, p in _ID_PATTERNS for v in (m.group(0).rstrip(".,;:") for m in p.finditer(text))}
     return tokens | set(_NUMBER.findall(text))

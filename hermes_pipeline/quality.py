@@ -65,6 +65,7 @@ class Probes:
     identifiers: dict[str, str] = field(default_factory=dict)   # value -> what it is
     known_paths: set[str] = field(default_factory=set)          # every path seen: decides ambiguous suffixes
     written_at: dict[str, int] = field(default_factory=dict)    # path -> index of its last change
+    read_at: dict[str, int] = field(default_factory=dict)       # path -> index of its last read
 
     def totals(self) -> dict[str, int]:
         return {"files_written": len(self.files_written), "files_read": len(self.files_read),
@@ -111,6 +112,7 @@ def extract_probes(messages: list[dict], removed_indices: Iterable[int], max_err
                     continue
                 if action == "read":
                     read.append(path)
+                    probes.read_at[path] = index
                     continue
                 actions = written.setdefault(path, [])
                 if action in actions:

@@ -103,6 +103,7 @@ def test_a_pi_session_quotes_the_user_not_the_harness_or_the_old_summary(results
 def test_a_tau_bench_summary_keeps_reservation_ids_and_what_comes_next(results):
     text = one(results, "gpt-4o-airline", "airline-2-1")["summary"]
     assert "reservations: JG7FMM, LQ940Q, 2FBBAH, X7BYG1, EQ1G6C, BOH180" in section(text, "## Critical Context")
+    assert "price: 1859, 1679" in section(text, "## Critical Context")          # the business fares of JG7FMM
     assert "calculate the total savings" in section(text, "## Next Steps")
     assert "without changing the flights or passengers" in section(text, "## Constraints & Preferences")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from hermes_pipeline.artifacts import (
-    LONG_TURN_CHARS, REQUIREMENT, call_arguments, command_key, error_lines, file_actions, normalize, paired_results,
+    LONG_TURN_CHARS, REQUIREMENT, amounts, call_arguments, command_key, error_lines, file_actions, normalize, paired_results,
     path_tokens, sentences, shell_command, substantive_user_text, user_turn_units,
 )
 from hermes_pipeline.quality import MAX_ERRORS, extract_probes
@@ -46,7 +46,11 @@ _PLAN_STATUS = {"completed": "### Done", "done": "### Done", "in_progress": "###
                 "blocked": "### Blocked", "pending": "## Next Steps", "todo": "## Next Steps"}
 _ACTION_WORD = {"written": "Created/written", "edited": "Edited", "moved": "Moved away", "deleted": "Deleted"}
 _NOTE_KEYS = ("_i", "description", "explanation", "reason")
+_MUTATION = re.compile(r"update|cancel|book|create|delete|send|transfer|add|remove|set_|post|submit|merge|push|commit|"
+                       r"deploy|refund|pay|modify|insert", re.I)
+_ASKS_USER = re.compile(r"\b(let me know|would you like|do you want|please (?:confirm|choose|provide))\b", re.I)
 MAX_LINE_CHARS = 300
+_LOCATION = re.compile(r"^\S+?:\d+(?::\d+)?:\s*")   # "src/a.c:12:5: " before a compiler message
 
 
 def _clip(text: str, limit: int = MAX_LINE_CHARS) -> str:
@@ -79,13 +83,18 @@ class ExtractiveSummarizer(Summarizer):
         self._errors(probes, c)
         for line in grouped_identifiers(probes.identifiers):
             c.add("## Critical Context", f"- IDs from tool results, used later: {line}", ARTIFACT, 0)
+        seen = {v: k for m in request.middle if role(m) == "tool" for v, k in amounts(message_text(m))}
+        for line in grouped_identifiers({v: k for v, k in seen.items() if v not in probes.identifiers}):
+            c.add("## Critical Context", f"- Amounts in tool results: {line}", USEFUL, 1)
         self._progress(messages, start, statements, probes, c)
-        # one line per file when they all fit; otherwise brace groups, so hundreds of files still fit
-        for forms in (("full", "full-read"), ("full", "compact-read"), ("compact", "compact-read")):
+        # one line per file when they all fit; otherwise brace groups, so hundreds of files still fit.
+        # Files read come last: as many as the budget allows.
+        for forms, must_keep in ((("full", "full-read"), ("full", "full-read")), (("full", "compact-read"), ("full",)),
+                                 (("compact", "compact-read"), ())):
             chosen = [line for line in c.lines if not line.form or line.form in forms]
             lines = fit(chosen, request.budget_tokens, self.counter)
             kept = {id(line) for line in lines}
-            if not any(line.form and id(line) not in kept for line in chosen):
+            if not any(line.form in must_keep and id(line) not in kept for line in chosen):
                 break
         return SummaryResult(text=render(lines), summarizer=self.name)
 
@@ -141,6 +150,8 @@ class ExtractiveSummarizer(Summarizer):
                 continue
             out.append((i, text))
             for s in map(_sentence, sentences(text)):
+                if s.endswith("?") or _ASKS_USER.search(s):
+                    continue   # a question to the user is not a decision
                 if _DECISION.search(s):
                     c.add("## Key Decisions", "- " + _clip(s), USEFUL, i)
                 elif _SOFT_DECISION.search(s):
@@ -164,10 +175,11 @@ class ExtractiveSummarizer(Summarizer):
             c.add("## Relevant Files", f"- {path} ({', '.join(actions)})", ARTIFACT, at[path], form="full")
         for group, _ in grouped_paths(carried):
             c.add("## Relevant Files", f"- Named in the earlier summary: {group}", USEFUL, -1)
-        for n, (group, _) in enumerate(grouped_paths(probes.files_read, limit=8)):
-            c.add("## Relevant Files", f"- Read: {group}", CHATTER, n, form="compact-read")
-        for n, path in enumerate(probes.files_read):
-            c.add("## Relevant Files", f"- {path} (read)", CHATTER, n, form="full-read")
+        for group, members in grouped_paths(probes.files_read, limit=8):
+            last = max(probes.read_at[p] for p in members)
+            c.add("## Relevant Files", f"- Read: {group}", RECENT, last, form="compact-read")
+        for path in probes.files_read:
+            c.add("## Relevant Files", f"- {path} (read)", RECENT, probes.read_at[path], form="full-read")
         for i in range(start, len(messages)):   # what each change was for, when the call says it
             if role(messages[i]) != "assistant":
                 continue
@@ -176,17 +188,23 @@ class ExtractiveSummarizer(Summarizer):
                 note = next((args[k] for k in _NOTE_KEYS if isinstance(args.get(k), str) and args[k].strip()), None)
                 changed = [p for p, a in file_actions(call, result) if a != "read"]
                 if note and changed:
-                    c.add("## Relevant Files", f"- {changed[0].rsplit('/', 1)[-1]}: {_clip(note, 120)}", RECENT, i)
+                    name = "/".join(changed[0].rsplit("/", 2)[-2:])
+                    c.add("## Relevant Files", f"- {name}: {_clip(note, 120)}", RECENT, i)
 
     def _errors(self, probes, c: Collector) -> None:
-        """Every distinct error line; the last MAX_ERRORS are kept first."""
-        for n, error in enumerate(probes.errors):
-            rank = ARTIFACT if n >= len(probes.errors) - MAX_ERRORS else USEFUL
+        """The last MAX_ERRORS distinct error lines verbatim; older ones after them, alike ones merged."""
+        recent = probes.errors[-MAX_ERRORS:]
+        older: dict[str, list] = {}
+        for error in probes.errors[:-MAX_ERRORS]:
+            older.setdefault(_LOCATION.sub("", error.line) + str(error.fixed), []).append(error)
+        for error, rank, similar in [(e, ARTIFACT, 0) for e in recent] + [
+                (group[0], CHATTER if group[0].fixed else RECENT, len(group) - 1) for group in older.values()]:
             program = command_key(error.command) or "command"
+            more = f" (+{similar} alike)" if similar else ""
             if error.fixed:
-                c.add("## Critical Context", f"- Error, fixed later ({program}): {error.text}", rank, error.index)
+                c.add("## Critical Context", f"- Error, fixed later ({program}): {error.text}{more}", rank, error.index)
             else:
-                c.add("### Blocked", f"- Still failing ({program}): {error.text}", rank, error.index)
+                c.add("### Blocked", f"- Still failing ({program}): {error.text}{more}", rank, error.index)
 
     # -- progress ----------------------------------------------------------------
 
@@ -212,10 +230,7 @@ class ExtractiveSummarizer(Summarizer):
         for i in range(start, len(messages)):
             if role(messages[i]) == "assistant":
                 for call, result, _ in paired_results(messages, i):
-                    command = shell_command(call)
-                    if command is not None and result is not None:
-                        status = "failed" if error_lines(message_text(result)) else "ok"
-                        c.add("### Done", f"- `{_clip(command, 120)}` -> {status}", CHATTER, i)
+                    self._done_call(call, result, c, i)
         for i, text in statements:
             for s in map(_sentence, sentences(text)):
                 if _COMPLETED.search(s):
@@ -233,6 +248,21 @@ class ExtractiveSummarizer(Summarizer):
                 c.add("## Next Steps", "- " + _clip(s), RECENT, i)
         else:
             c.add("### In Progress", "- " + _clip(" ".join(said[:2])), RECENT, i)
+
+    @staticmethod
+    def _done_call(call: dict, result: dict | None, c: Collector, order: int) -> None:
+        """A command or an action tool call with its outcome; reads, writes and plans are listed elsewhere."""
+        name = str((call.get("function") or {}).get("name") or "tool")
+        args = call_arguments(call)
+        output = message_text(result) if result else ""
+        status = "no result" if result is None else "failed" if error_lines(output) else "ok"
+        command = shell_command(call)
+        if command is not None:
+            c.add("### Done", f"- `{_clip(command, 120)}` -> {status}", CHATTER, order)
+        elif name != "think" and not file_actions(call, result) and not any(k in args for k in _PLAN_KEYS):
+            subject = ", ".join(f"{k}={v}" for k, v in args.items() if isinstance(v, (str, int, float)) and len(str(v)) < 60)
+            rank = RECENT if _MUTATION.search(name) else CHATTER   # what changed the world outranks look-ups
+            c.add("### Done", f"- {name}({_clip(subject, 120)}) -> {status}", rank, order)
 
     @staticmethod
     def _latest_plan(messages: list[dict], start: int) -> tuple[list[dict], int] | None:
