@@ -18,10 +18,12 @@ from __future__ import annotations
 import re
 
 from hermes_pipeline.artifacts import (
-    LONG_TURN_CHARS, REQUIREMENT, amounts, call_arguments, command_key, error_lines, file_actions, normalize, paired_results,
-    path_tokens, sentences, shell_command, substantive_user_text, user_turn_units,
+    amounts, call_arguments, command_key, error_lines, file_actions, normalize, paired_results, path_tokens,
+    shell_command,
 )
-from hermes_pipeline.quality import MAX_ERRORS, extract_probes
+from hermes_pipeline.quality import (
+    LONG_TURN_CHARS, MAX_ERRORS, REQUIREMENT, extract_probes, sentences, substantive_user_text, user_turn_units,
+)
 from hermes_pipeline.summarizers.base import SECTIONS, Summarizer, SummaryRequest, SummaryResult
 from hermes_pipeline.summarizers.fit import ARTIFACT, CHATTER, KEY, RECENT, USEFUL, USER_WORDS, Collector, fit, render
 from hermes_pipeline.summarizers.forms import grouped_identifiers, grouped_paths
