@@ -8,13 +8,18 @@ Prints kept/total per probe kind per file and overall, and the summaries that
 went over their token budget.
 
     .venv/bin/python benchmarks/bench_quality.py [--context 16000] [--json out.json] [--own-summaries]
+        [--summarizer FILE.py] [--show-missed]
 
 --own-summaries also scores the Claude Code logs' own compaction summaries
 (`isCompactSummary`) against the part of the log they replaced.
+--summarizer runs another version of the embedded summarizer (a file defining
+ExtractiveSummarizer), e.g. the one before this change:
+    git show 3f9ae36:hermes_pipeline/summarizers/extractive.py > /tmp/extractive_before.py
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -102,7 +107,7 @@ def own_summaries(path: Path) -> dict | None:
     to_openai = lambda chain: [m for n, t in enumerate(claude_code._merge(chain)) for m in message_to_openai(t.message(), n)]
     removed, kept = to_openai(before), to_openai(after)
     probes = extract_probes(removed + kept[1:], range(len(removed)))
-    return score(probes, kept)
+    return score(probes, kept[:1])    # Claude Code keeps nothing verbatim: its summary is all that is left
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,12 +116,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the per-file figures here")
     parser.add_argument("--own-summaries", action="store_true")
     parser.add_argument("--show-missed", action="store_true")
+    parser.add_argument("--summarizer", type=Path, help="a file defining ExtractiveSummarizer to use instead")
     args = parser.parse_args(argv)
     files = shared_files()
     if not files:
         print(f"no shared files under {LONG_SESSIONS} or {CORPUS}", file=sys.stderr)
         return 1
     engine = make_engine(args.context)
+    if args.summarizer:
+        spec = importlib.util.spec_from_file_location("other_extractive", args.summarizer)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        engine.context.summarizer = module.ExtractiveSummarizer()
     overall, rows, over_budget = {}, [], []
     print(f"{'file':44} {'conv':>4} " + " ".join(f"{k:>18}" for k in SHOWN) + f" {'score':>6}")
     for path in files:
