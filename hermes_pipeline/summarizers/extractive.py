@@ -289,7 +289,9 @@ class ExtractiveSummarizer(Summarizer):
                         "## Relevant Files": ARTIFACT, "## Critical Context": USEFUL, "### Done": RECENT,
                         "### Blocked": RECENT, "### In Progress": RECENT, "## Next Steps": CHATTER}
         if not any(line.strip() in SECTIONS for line in previous.splitlines()):
-            opening = _clip(previous, 400)
+            intent = (re.search(r"Primary Request and Intent:\s*", previous)        # Claude Code's layout
+                      or re.search(r"\bSummary:\s*", previous))
+            opening = _clip(previous[intent.end():] if intent else previous, 400)
             c.add("## Critical Context", f"- Earlier summary (opening): {opening}", USEFUL, order)
             c.carried_files = sorted(p for p in path_tokens(previous) if "/" in p and "." in p.rsplit("/", 1)[-1])
             return
