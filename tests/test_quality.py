@@ -40,6 +40,8 @@ def test_every_format_of_write_edit_and_delete_counts():
         calls(("11", "Bash", {"command": "rm -f build/out.o && git rm -q legacy/x.py && mv a/old.txt b/new.txt"}),
               ("12", "bash", {"command": "sed -i 's/a/b/' conf/app.ini && cat > scripts/run.sh <<'EOF'\nrm -rf /\nEOF"})),
         result("11", ""), result("12", ""),
+        calls(("13", "shell", {"command": "apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: web/app.js\n"
+                                          "@@\n-a\n+b\n*** End Patch\nPATCH"})), result("13", "Done!"),
     ]
     probes, _ = probes_of(middle)
     assert probes.files_written == {
@@ -47,7 +49,7 @@ def test_every_format_of_write_edit_and_delete_counts():
         "/repo/d.ts": ["edited"], "/repo/e.ts": ["edited"], "/repo/f.md": ["written"], "docs/g.md": ["written"],
         "src/h.py": ["edited"], "src/app.py": ["edited"], "src/new.py": ["written"], "src/old.py": ["deleted"],
         "lib/util.c": ["edited"], "build/out.o": ["deleted"], "legacy/x.py": ["deleted"], "a/old.txt": ["moved"],
-        "b/new.txt": ["written"], "scripts/run.sh": ["written"], "conf/app.ini": ["edited"],
+        "b/new.txt": ["written"], "scripts/run.sh": ["written"], "conf/app.ini": ["edited"], "web/app.js": ["edited"],
     }   # the heredoc body (`rm -rf /`) is file content, not a command
 
 
