@@ -96,8 +96,9 @@ class ExtractiveSummarizer(Summarizer):
             chosen = [line for line in c.lines if not line.form or line.form in forms]
             lines = fit(chosen, request.budget_tokens, self.counter)
             kept = {id(line) for line in lines}
-            if not any(line.form in must_keep and id(line) not in kept for line in chosen):
-                break
+            dropped = [line for line in chosen if id(line) not in kept]
+            if not any(line.form in must_keep or line.rank <= ARTIFACT for line in dropped):
+                break   # a longer form only while it costs no other artifact line
         return SummaryResult(text=render(lines), summarizer=self.name)
 
     # -- the user's words ------------------------------------------------------

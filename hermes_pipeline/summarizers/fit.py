@@ -57,7 +57,8 @@ def _shorten(text: str) -> str:
 
 
 def fit(lines: list[Line], budget: int, counter) -> list[Line]:
-    """The lines that fit the budget: least important first out, oldest first within a rank.
+    """The lines that fit the budget: least important first out, oldest first within a rank,
+    then the most important of those out that still fit go back in.
 
     Costs are counted per line (linear); the rendered text is counted at the end
     and trimmed further in the rare case that joining lines cost more.
@@ -66,11 +67,17 @@ def fit(lines: list[Line], budget: int, counter) -> list[Line]:
     costs = [counter.count_text(line.text) + 1 for line in lines]
     total = headings + sum(costs)
     keep = [True] * len(lines)
+    dropped = []
     for index in sorted(range(len(lines)), key=lambda i: (-lines[i].rank, lines[i].order)):
         if total <= budget or lines[index].rank == USER_WORDS:
             break
         keep[index] = False
         total -= costs[index]
+        dropped.append(index)
+    for index in reversed(dropped):   # room left by a long line dropped last: the next shorter ones may fit
+        if total + costs[index] <= budget:
+            keep[index] = True
+            total += costs[index]
     kept = [line for line, k in zip(lines, keep) if k]
     if total > budget:   # the user's words alone are over: shorten them, oldest first, then drop
         for index in sorted(range(len(kept)), key=lambda i: kept[i].order):
