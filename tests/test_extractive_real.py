@@ -68,7 +68,7 @@ def test_retention_budget_and_validity_per_file(results, path):
 def test_most_shared_sessions_are_compacted_at_16000(results):
     long_ones = [p for p in FILES if p.is_relative_to(LONG_SESSIONS)]
     assert all(results[p] for p in long_ones)
-    assert sum(len(rows) for rows in results.values()) >= 15
+    assert sum(len(rows) for rows in results.values()) >= 12   # so the thresholds are not met vacuously
 
 
 def test_a_c_library_session_keeps_its_files_errors_and_the_users_requirement(results):
