@@ -111,6 +111,8 @@ class ExtractiveSummarizer(Summarizer):
         if first is None:
             return   # the first request is in the middle: it is quoted with the other user turns
         parts = sentences(strip_think(substantive_user_text(request.head[first])))
+        if not parts:
+            return
         # the first sentence states the task: kept like the user's words; the head itself stays verbatim,
         # so the rest of the request is the first to go when the budget is short
         opening = 1
