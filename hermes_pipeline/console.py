@@ -124,6 +124,16 @@ def print_table(summary: dict) -> None:
     table.add_row("tokens after", f"{summary['tokens_after']:,}")
     table.add_row("token ratio", str(summary["token_ratio"]))
     table.add_row("fallbacks", str(summary["fallbacks"]))
+    quality = summary.get("quality")
+    if quality:
+        table.add_row("quality score", f"{quality['score']:.3f}")
+        for kind, label in (("files_written", "files changed kept"), ("errors", "last errors kept"),
+                            ("user_turns", "user turns kept"), ("identifiers", "identifiers kept"),
+                            ("files_read", "files read kept")):
+            if quality[kind]["total"]:
+                table.add_row(label, f"{quality[kind]['kept']}/{quality[kind]['total']}")
+    if summary.get("skipped_unchanged"):
+        table.add_row("skipped unchanged", str(summary["skipped_unchanged"]))
     table.add_row("wall seconds", str(summary["wall_seconds"]))
     table.add_row("MB/s", str(summary["mb_per_second"]))
     Console(stderr=False).print(table)

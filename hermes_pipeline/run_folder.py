@@ -48,6 +48,7 @@ def conversation_row(conversation: Conversation, messages_after: int, outcome: O
         "cached": summary.cached if summary else False,
         "usage": dict(summary.usage) if summary else {},
         "noop_reason": outcome.noop_reason,
+        "quality": outcome.quality,
         "engine": outcome.engine,
         "engine_fallback": engine_fallback,
         "stats": {**conversation.stats, **outcome.stats},
@@ -64,7 +65,7 @@ def problem_row(source: str, status: str, reason: str, conversation_id: str | No
         "id": conversation_id, "source": source, "format": None, "status": status, "trigger": "none",
         "messages_before": messages, "messages_after": None, "tokens_before": None, "tokens_after": None,
         "tokens_recorded": None, "summary_tokens": 0, "summarizer": None, "fallback": None,
-        "calls": 0, "retries": 0, "cached": False, "usage": {}, "noop_reason": None, "engine": None,
+        "calls": 0, "retries": 0, "cached": False, "usage": {}, "noop_reason": None, "quality": None, "engine": None,
         "engine_fallback": None, "stats": {}, "repairs": [], "error": reason, "seconds": 0.0,
     }
 
@@ -90,6 +91,7 @@ class RunTotals:
     removed: int = 0            # conversations the output tree has but the input no longer does
     removed_files: list[str] = field(default_factory=list)
     replay: ReplayTotals = field(default_factory=ReplayTotals)
+    quality: "QualityTotals" = field(default_factory=lambda: QualityTotals())
 
     def add(self, row: dict) -> None:
         self.statuses[row["status"]] += 1
@@ -106,6 +108,7 @@ class RunTotals:
         self.retries += row["retries"]
         self.usage.update({k: v for k, v in row["usage"].items() if isinstance(v, int)})
         self.replay.add(row.get("replay"))
+        self.quality.add(row.get("quality"))
 
     @property
     def status(self) -> str:
@@ -144,6 +147,7 @@ class RunTotals:
                 "next_request_input_after": per_million(self.tokens_after, prices.get("input", 0)),
             },
             "prompt_caching": caching_line,
+            "quality": self.quality.to_dict(),  # what the compacted conversations still name, added up
             "replay": self.replay.to_dict(),   # the live agent's bill under these settings, added up
             "files": self.files,
             "bytes_in": self.bytes_in,
@@ -153,6 +157,33 @@ class RunTotals:
             "conversations_per_second": round(conversations / wall_seconds, 2) if wall_seconds > 0 else None,
             "stopped": self.stopped,
         }
+
+
+class QualityTotals:
+    """Quality probes added up over the compacted conversations (summary.json `quality`)."""
+
+    KINDS = ("files_written", "files_read", "user_turns", "errors", "errors_open", "identifiers")
+
+    def __init__(self):
+        self.conversations, self.score_sum = 0, 0.0
+        self.kinds = {kind: {"kept": 0, "total": 0} for kind in self.KINDS}
+
+    def add(self, quality: dict | None) -> None:
+        if not quality:
+            return
+        self.conversations += 1
+        self.score_sum += quality["score"]
+        for kind in self.KINDS:
+            for key in ("kept", "total"):
+                self.kinds[kind][key] += quality.get(kind, {}).get(key, 0)
+
+    def to_dict(self) -> dict | None:
+        if not self.conversations:
+            return None
+        # `score`: the mean of the conversations' scores; per kind: kept / total over all of them
+        return {"conversations": self.conversations, "score": round(self.score_sum / self.conversations, 4),
+                **{kind: {**v, "share": round(v["kept"] / v["total"], 4) if v["total"] else None}
+                   for kind, v in self.kinds.items()}}
 
 
 class RunFolder:

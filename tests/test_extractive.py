@@ -89,3 +89,33 @@ def test_the_latest_task_list_fills_progress_and_next_steps():
     next_steps = text.split("## Next Steps")[1].split("## Critical Context")[0]
     assert "- Write the parser" in done and "- Add tests" in in_progress and "- Update docs" in next_steps
     assert "- Write the parser" not in in_progress   # the older list is superseded
+
+
+def _claude_code_summary():
+    return ("[CONTEXT COMPACTION]\nThis session is being continued from a previous conversation that ran out of "
+            "context. The conversation is summarized below:\nAnalysis:\nLooking through it chronologically.\n\n"
+            "Summary:\n1. Primary Request and Intent:\n   The user wants the parser in src/parse/lexer.py rewritten.\n"
+            "2. Files and Code Sections:\n   - `/repo/src/parse/lexer.py`: rewritten\n   - `/repo/tests/test_lexer.py`")
+
+
+def test_an_earlier_summary_in_the_head_is_not_the_goal():
+    head = [user(_claude_code_summary()), assistant("Continuing."), calls(("h", "bash", {"command": "ls"})),
+            result("h", "src")]
+    middle = [user("Now add a --strict flag."), calls(("c1", "edit_file", {"path": "src/cli.py", "old": "a", "new": "b"})),
+              result("c1", "ok")]
+    text = ExtractiveSummarizer().summarize(SummaryRequest("c", middle, 2000, 200_000, None, head=head)).text
+    goal = text.split("## Goal")[1].split("## Constraints")[0]
+    assert "Continues a session compacted earlier" in goal and "This session is being continued" not in text
+    assert "- Latest request: Now add a --strict flag." in goal
+
+
+def test_an_earlier_summary_of_another_layout_is_carried_as_material():
+    middle = [user("Now add a --strict flag."), assistant("Adding it."),
+              calls(("c1", "edit_file", {"path": "src/cli.py", "old": "a", "new": "b"})), result("c1", "ok")]
+    previous = _claude_code_summary().split("\n", 1)[1]
+    text = ExtractiveSummarizer().summarize(_request(middle, previous=previous)).text
+    goal = text.split("## Goal")[1].split("## Constraints")[0]
+    assert "Primary Request" not in goal and "This session is being continued" not in text
+    assert "Earlier summary (opening): The user wants the parser in src/parse/lexer.py rewritten." in text
+    assert "/repo/src/parse/lexer.py" in text.split("## Relevant Files")[1]
+    assert "src/cli.py (edited)" in text

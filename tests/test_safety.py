@@ -118,7 +118,11 @@ def test_no_secret_in_any_embedded_summary(tmp_path, inputs):
     texts = summaries(tmp_path / "run" / "transcripts" / "sessions.jsonl")
     assert len(texts) == 2
     assert [leaked(t) for t in texts] == [[], []]
-    assert texts[0].count("[REDACTED]") >= len(SECRETS)
+    # the summary keeps to its budget, so it quotes only some of the 14 credential turns: each one it quotes
+    # is redacted, or shortened before the credential
+    quoted = [line for line in texts[0].splitlines() if "Use this credential for step" in line]
+    assert len(quoted) >= 3
+    assert all("[REDACTED]" in line or line.endswith(":…") for line in quoted), quoted
 
 
 def test_no_secret_sent_to_or_returned_by_an_llm_summarizer(tmp_path, inputs):

@@ -56,7 +56,7 @@ def test_sweep_report_has_one_row_per_point_with_its_settings(grid):
         summary = json.loads((grid / row["job"] / "summary.json").read_text())
         assert int(row["conversations"]) == summary["conversations"] == 12
         assert float(row["replay_cost_usd"]) == summary["replay"]["cost_usd"] > 0
-        assert row["quality_score"] == ""          # no quality score in summary.json: the kept share stands in
+        assert float(row["quality_score"]) == summary["quality"]["score"]      # the run's own quality score
         assert 0 < float(row["kept_share"]) < 1
 
 

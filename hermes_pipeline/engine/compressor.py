@@ -18,7 +18,7 @@ def check_chain(stages) -> None:
     if phases != sorted(phases):
         order = " -> ".join(getattr(stage, "name", type(stage).__name__) for stage in stages)
         raise ConfigError(f"pipeline.stages out of order ({order}): the order is prune -> summarize -> "
-                          "assemble -> cache_mark (boundaries are planned once, before the stages)")
+                          "assemble -> cache_mark -> quality (boundaries are planned once, before the stages)")
 
 
 class ContextCompressor(ContextEngine):
@@ -82,7 +82,7 @@ class ContextCompressor(ContextEngine):
         summary = draft.summary
         return Compaction(output, Outcome(
             True, trigger, before, self._count_output(messages, counts, output), self.name, summary,
-            self.counter.count_text(summary.text) if summary else 0, None, dict(stats)), counts)
+            self.counter.count_text(summary.text) if summary else 0, None, dict(stats), draft.quality), counts)
 
     def _count_output(self, messages: list[dict], counts: list[int], output: list[dict]) -> int:
         """Tokens of the output; messages passed through untouched keep their known count."""

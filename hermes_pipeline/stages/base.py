@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import Plan
+from hermes_pipeline.quality import Probes, extract_probes
 from hermes_pipeline.summarizers.base import SummaryResult
 
 
@@ -26,14 +27,23 @@ class Draft:
     messages: tuple[dict, ...]
     summary: SummaryResult | None = None
     assembled: bool = False
+    probes: Probes | None = None     # what the removed middle held (computed once, by the first stage asking)
+    quality: dict | None = None      # the quality stage's score
 
     def but(self, **changes) -> "Draft":
         return replace(self, **changes)
 
 
+def probes_of(draft: Draft, plan: Plan) -> Probes:
+    """The quality probes of the plan's middle, from the draft when a stage already made them."""
+    if draft.probes is not None:
+        return draft.probes
+    return extract_probes(list(plan.original), range(plan.head_end, plan.tail_start))
+
+
 class Stage(ABC):
     name: str = ""
-    phase: int = 0          # SPEC §4 phase: 1 prune, 3 summarize, 4 assemble, 5 cache-mark
+    phase: int = 0          # SPEC §4 phase: 1 prune, 3 summarize, 4 assemble, 5 cache-mark; 6 quality
 
     @abstractmethod
     def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:

