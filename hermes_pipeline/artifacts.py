@@ -6,6 +6,7 @@ Pure functions, one regex pass each; no model involved.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -66,6 +67,8 @@ def path_suffixes(path: str) -> list[str]:
 def expand_braces(text: str) -> list[str]:
     """Paths named with one level of shell brace expansion: `dir/{a.c,b/c.h}` -> dir/a.c, dir/b/c.h."""
     out = []
+    if "{" not in text:     # the scan below costs; most texts have no brace at all
+        return out
     for match in re.finditer(r"([\w.@~+%/-]*)\{([\w.@~+%/,-]+)\}", text):
         out += [match.group(1) + item for item in match.group(2).split(",") if item]
     return out
@@ -115,7 +118,8 @@ def _words(segment: str) -> list[str]:
         return segment.split()
 
 
-def command_programs(command: str) -> list[tuple[str, list[str]]]:
+@functools.lru_cache(maxsize=4096)   # the score and the summarizer parse the same commands
+def command_programs(command: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """(program, arguments) of each simple command, pipelines included, heredoc bodies left out."""
     programs = []
     for segment in _SEGMENT.split(strip_heredocs(command)):
@@ -124,8 +128,8 @@ def command_programs(command: str) -> list[tuple[str, list[str]]]:
             while words and (re.match(r"^\w+=", words[0]) or words[0] in ("sudo", "time", "nohup", "env", "exec")):
                 words = words[1:]
             if words:
-                programs.append((words[0].rsplit("/", 1)[-1], words[1:]))
-    return programs
+                programs.append((words[0].rsplit("/", 1)[-1], tuple(words[1:])))
+    return tuple(programs)
 
 
 _SETUP = {"cd", "export", "source", "set", "sleep", "pkill", "kill", "rm", "mkdir", "cp", "mv", "touch", "ln", "chmod",
@@ -144,7 +148,7 @@ def command_key(command: str) -> str:
             continue
         if program in ("cargo", "npm", "pnpm", "yarn", "go", "git", "uv", "poetry", "just", "bun") and args:
             key = f"{program} {args[0]}"
-        elif program in ("python", "python3") and args[:1] == ["-m"] and len(args) > 1:
+        elif program in ("python", "python3") and args[:1] == ("-m",) and len(args) > 1:
             key = args[1]
         else:
             key = program
@@ -168,7 +172,7 @@ def shell_file_actions(command: str) -> list[tuple[str, str]]:
             found.append((match.group(2), "edited" if match.group(1) == ">>" else "written"))
     for program, args in command_programs(command):
         plain = [a for a in args if not a.startswith("-")]
-        if program == "git" and args[:1] in (["rm"], ["mv"]):
+        if program == "git" and args[:1] in (("rm",), ("mv",)):
             if args[0] == "rm" and "--cached" in args:
                 continue
             program, plain = args[0], [a for a in args[1:] if not a.startswith("-")]
@@ -194,6 +198,10 @@ ERROR_PATTERNS = [re.compile(p) for p in (
     r"Segmentation fault", r"undefined reference to", r"command not found", r"No such file or directory",
     r"Permission denied", r"panicked at", r"CMake Error",
 )]
+# Literals each pattern cannot match without (None: always scan). A test of `in` costs a
+# fraction of a regex scan, and most tool outputs have none of them: same hits, less time.
+_ERROR_NEEDS = (None, ("Error", "Exception"), ("fatal",), ("FAILED",), ("FAIL",), ("E  ", "E\t"), None, None,
+                None, None, None, None, None, None, None)
 _CODE_LINE = re.compile(
     r"^\s*(?:\d+\s*(?:[:|→\t-]|\s)\s*)?(?:raise|except|throw|catch|class|def|if|elif|else|return|try|assert|"
     r"import|from|#|//|/\*|\*|@|const|let|var|fn|pub|impl|func|function|case|printf|fprintf|print\(|log)(?:\b|\W)")
@@ -208,9 +216,19 @@ _ECHO_LINE = re.compile(r"^make(?:\[\d+\])?: \*\*\* (?:\[.*\] Error \d+|Waiting 
 MIN_ERROR_CHARS = 12      # a bare "FAILED" says nothing the lines around it don't
 
 
-def error_lines(text: str) -> list[str]:
+def _worth_scanning(index: int, text: str, has_error_word: bool) -> bool:
+    if index == 0:
+        return has_error_word
+    needs = _ERROR_NEEDS[index]
+    return needs is None or any(literal in text for literal in needs)
+
+
+@functools.lru_cache(maxsize=4096)   # the score and the summarizer read the same tool outputs
+def error_lines(text: str) -> tuple[str, ...]:
     """Error lines of one command's output, in order, each normalized; one scan per pattern."""
-    hits = sorted({m.start() for p in ERROR_PATTERNS for m in p.finditer(text)})
+    has_error_word = "error" in text.lower()
+    hits = sorted({m.start() for i, p in enumerate(ERROR_PATTERNS) if _worth_scanning(i, text, has_error_word)
+                   for m in p.finditer(text)})
     found, seen, end = [], set(), -1
     for hit in hits:
         if hit < end:
@@ -225,7 +243,7 @@ def error_lines(text: str) -> list[str]:
         seen.add(key)
         if not _CODE_LINE.match(re.sub(r"^[\w./-]+:\d+[:-]\s?", "", key)):
             found.append(line)
-    return found
+    return tuple(found)
 
 
 def error_probe_text(line: str) -> str:
@@ -267,10 +285,35 @@ _KEY_BEFORE = re.compile(r"\"(\w+)\"\s*:\s*(?:\[\s*(?:\"?[\w.@-]*\"?\s*,\s*)*)?\
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
 
 
+_DIGITS = str.maketrans("0123456789", "9999999999")
+# A cheap test each pattern needs to pass before its scan (None: always scan); each one is implied
+# by the pattern, so skipping a scan never loses a match.
+_ID_NEEDS = {
+    "url": None,
+    "email": lambda text, digits: "@" in text,
+    "uuid": lambda text, digits: _UUID_HINT.search(text) is not None,
+    "hash": None,
+    "code": None,
+    "id": lambda text, digits: "_999" in digits,
+    "port": lambda text, digits: "localhost:" in text or "127.0.0.1:" in text or "0.0.0.0:" in text,
+    "number": lambda text, digits: "999999" in digits or "#99" in digits,
+}
+_UUID_HINT = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-")
+
+
+def _id_patterns(text: str):
+    """The identifier patterns worth running on this text."""
+    digits = text.translate(_DIGITS)
+    for kind, pattern in _ID_PATTERNS:
+        need = _ID_NEEDS[kind]
+        if need is None or need(text, digits):
+            yield kind, pattern
+
+
 def identifier_candidates(text: str) -> list[tuple[str, str]]:
     """(value, what it is) for id-like tokens of a tool result; the JSON key names it when there is one."""
     out: list[tuple[str, str]] = []
-    for kind, pattern in _ID_PATTERNS:
+    for kind, pattern in _id_patterns(text):
         for match in pattern.finditer(text):
             value = match.group(0).rstrip(".,;:")
             key = _KEY_BEFORE.search(text, max(0, match.start() - 160), match.start())
@@ -285,7 +328,7 @@ def amounts(text: str) -> list[tuple[str, str]]:
 
 
 def use_tokens(text: str) -> set[str]:
-    tokens = {v for _, p in _ID_PATTERNS for v in (m.group(0).rstrip(".,;:") for m in p.finditer(text))}
+    tokens = {v for _, p in _id_patterns(text) for v in (m.group(0).rstrip(".,;:") for m in p.finditer(text))}
     return tokens | set(_NUMBER.findall(text))
 
 

@@ -124,6 +124,7 @@ def extract_probes(messages: list[dict], removed_indices: Iterable[int], max_err
     `max_errors=None` keeps every distinct error line, not only the last ones.
     """
     removed = set(removed_indices)
+    last_removed = max(removed, default=-1)
     probes = Probes()
     written: dict[str, list[str]] = {}
     read: list[str] = []
@@ -135,8 +136,9 @@ def extract_probes(messages: list[dict], removed_indices: Iterable[int], max_err
     for index, message in enumerate(messages):
         r = role(message)
         if r == "tool":
-            for value, kind in identifier_candidates(message_text(message)):
-                first_seen.setdefault(value, (index, kind))
+            if index <= last_removed:      # a value first seen after the middle cannot be one of its probes
+                for value, kind in identifier_candidates(message_text(message)):
+                    first_seen.setdefault(value, (index, kind))
             continue
         text = message_text(message)
         if r == "user" and index in removed and not is_summary_message(message):

@@ -20,10 +20,10 @@ from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import SECTIONS
 from hermes_pipeline.testing.fake_provider import (
     FakeProvider, auth_error, context_length, empty, hang, insufficient_quota, overloaded, rate_limit,
-    server_error, truncated,
+    server_error, summarize_request, truncated,
 )
-from hermes_pipeline.transcript import is_summary_message, text_of
-from tests.helpers.env import ROOT, read_jsonl, run_cli
+from hermes_pipeline.transcript import SUMMARY_PREFIX, is_summary_message, text_of
+from tests.helpers.env import REAL, ROOT, read_jsonl, run_cli
 from tests.helpers.synth import write_sessions
 from tests.helpers.validity import problems
 
@@ -431,3 +431,27 @@ def test_readme_dry_run_against_the_fake_provider_cli(tmp_path):
     compacted = [r for r in rows if r["status"] == "compacted"]
     assert compacted and all(r["summarizer"] == "anthropic:claude-sonnet-4-5" for r in compacted)
     assert all(r["fallback"] is None and r["calls"] == 1 for r in compacted)
+
+
+# ---- the artifact-trail guard on model summaries -------------------------------------
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_model_summary_that_misses_files_and_errors_gets_an_artifact_trail(fake, tmp_path, provider):
+    """A real C-library session: the fake model names at most 20 paths and no error line, so the
+    guard must add what the removed middle changed and hit, and the score counts it."""
+    session = REAL / "vsla-claude-sessions" / "6dc88126-2048-43a9-b5c2-b9747d5a0301.jsonl"
+    result = llm_cli(tmp_path / "run", provider, fake, session, "model.context_length=16000")
+    assert result.returncode == 0, result.stderr
+    [row] = read_jsonl(tmp_path / "run" / "manifest.jsonl")
+    assert row["status"] == "compacted" and row["fallback"] is None and row["summarizer"].startswith(provider)
+    [out] = read_jsonl(tmp_path / "run" / "transcripts" / session.name)
+    summary = next(text_of(m["content"]) for m in out["messages"] if SUMMARY_PREFIX in text_of(m["content"]))
+    body = fake.requests[-1]["body"]
+    model_text = summarize_request(body, provider)          # what the model itself wrote
+    trail = summary[summary.index("## Artifact Trail"):]
+    assert row["stats"]["artifact_trail_items_added"] >= 1
+    assert any(line.startswith("- Error") for line in trail.splitlines()) or "Edited" in trail or "Created" in trail
+    assert "## Artifact Trail" not in model_text
+    quality = row["quality"]
+    assert quality["files_written"]["kept"] == quality["files_written"]["total"]     # the guard named them all
+    assert quality["errors"]["kept"] == quality["errors"]["total"]

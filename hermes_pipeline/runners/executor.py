@@ -87,7 +87,8 @@ def compact_one(engine: ContextEngine | None, item: Conversation | Rejected | Re
     except SummarizerFatalError:
         raise
     except Exception as error:   # one bad conversation (or plugin) never stops the run
-        log.exception("conversation %s (%s) failed", item.id, item.source)
+        log.error("conversation %s (%s) failed: %s: %s", item.id, item.source, type(error).__name__, error)
+        log.debug("traceback of %s", item.source, exc_info=True)
         return item, Failure(f"{type(error).__name__}: {error}"), 0.0
     return item, result, time.perf_counter() - started
 

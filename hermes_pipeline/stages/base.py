@@ -38,7 +38,8 @@ def probes_of(draft: Draft, plan: Plan) -> Probes:
     """The quality probes of the plan's middle, from the draft when a stage already made them."""
     if draft.probes is not None:
         return draft.probes
-    return extract_probes(list(plan.original), range(plan.head_end, plan.tail_start))
+    # every distinct error is kept here: the summarizer wants them all, the score the last few
+    return extract_probes(list(plan.original), range(plan.head_end, plan.tail_start), max_errors=None)
 
 
 class Stage(ABC):

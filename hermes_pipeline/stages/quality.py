@@ -8,10 +8,11 @@ linear in the conversation; it scores whatever wrote the summary.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import Plan
-from hermes_pipeline.quality import score
+from hermes_pipeline.quality import MAX_ERRORS, score
 from hermes_pipeline.stages.base import Draft, Stage, probes_of
 
 MISSED_SHOWN = 20    # missed items listed per kind in a manifest row (the counts are always whole)
@@ -23,6 +24,6 @@ class QualityStage(Stage):
 
     def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
         probes = probes_of(draft, plan)
-        result = score(probes, list(draft.messages))
+        result = score(replace(probes, errors=probes.errors[-MAX_ERRORS:]), list(draft.messages))
         result["missed"] = {kind: items[:MISSED_SHOWN] for kind, items in result["missed"].items()}
         return draft.but(probes=probes, quality=result)

@@ -15,9 +15,10 @@ from collections import Counter
 
 from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import Plan
-from hermes_pipeline.stages.base import Draft, Stage
+from hermes_pipeline.stages.base import Draft, Stage, probes_of
 from hermes_pipeline.summarizers.base import SummarizerFatalError, SummaryRequest, SummaryResult
 from hermes_pipeline.summarizers.redact import redact_secrets, strip_think
+from hermes_pipeline.summarizers.trail import artifact_trail_patch
 from hermes_pipeline.transcript import is_summary_message
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ class SummarizeStage(Stage):
     phase = 3
 
     def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
+        probes = probes_of(draft, plan)     # made once: the embedded summarizer, the guard and the score use them
         request = SummaryRequest(
             conversation_id=plan.conversation_id,
             middle=[m for m in plan.middle if not is_summary_message(m)],
@@ -46,6 +48,7 @@ class SummarizeStage(Stage):
             previous_summary=plan.previous_summary,
             head=list(plan.original[:plan.head_end]),
             span=(plan.head_end, plan.tail_start),
+            probes=probes,
         )
         try:
             result = tools.summarizer.summarize(request)
@@ -58,5 +61,12 @@ class SummarizeStage(Stage):
         if not text:
             result = embedded_fallback(request, f"{result.summarizer} returned an empty summary", result)
             text = strip_think(result.text).strip()
+        if result.summarizer != EXTRACTIVE:   # a model wrote it: add what it left out of the artifact trail
+            text, missed = artifact_trail_patch(text, probes, request.budget_tokens, tools.counter)
+            added = len(missed["files_written"]) + len(missed["errors"]) - missed["left_out"]
+            if added:
+                stats["artifact_trail_items_added"] += added
+            if missed["left_out"]:
+                stats["artifact_trail_items_left_out"] += missed["left_out"]
         result.text = redact_secrets(text)
-        return draft.but(summary=result)
+        return draft.but(summary=result, probes=probes)

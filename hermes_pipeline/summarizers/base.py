@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Any
 
 # The structured template of SPEC §4, in order. Subsections belong to Progress.
 SECTIONS = (
@@ -28,6 +29,7 @@ class SummaryRequest:
     previous_summary: str | None = None   # an earlier compaction summary to update
     head: list[dict] = field(default_factory=list)   # verbatim head, for the goal and language
     span: tuple[int, int] | None = None   # the summary replaces messages[start:end] of the conversation
+    probes: Any = None               # quality.Probes of this middle, when the run already made them
 
 
 @dataclass

@@ -79,7 +79,8 @@ class ExtractiveSummarizer(Summarizer):
             self._carry_previous(request.previous_summary, c)
         messages = request.head + request.middle
         start = len(request.head)
-        probes = extract_probes(messages, range(start, len(messages)), max_errors=None)
+        # the run's probes cover the whole conversation (what the tail uses counts as "used later")
+        probes = request.probes or extract_probes(messages, range(start, len(messages)), max_errors=None)
         self._goal(request, c)
         self._user_turns(request.middle, c, start)
         statements = self._statements(messages, start, c)
