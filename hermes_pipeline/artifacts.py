@@ -327,9 +327,10 @@ def amounts(text: str) -> list[tuple[str, str]]:
     return [(m.group(2), m.group(1)) for m in _AMOUNT.finditer(text)]
 
 
-def use_tokens(text: str) -> set[str]:
+@functools.lru_cache(maxsize=8192)   # the same texts are read for probes and again for the score
+def use_tokens(text: str) -> frozenset[str]:
     tokens = {v for _, p in _id_patterns(text) for v in (m.group(0).rstrip(".,;:") for m in p.finditer(text))}
-    return tokens | set(_NUMBER.findall(text))
+    return frozenset(tokens | set(_NUMBER.findall(text)))
 
 
 def call_arguments(call: dict) -> dict:

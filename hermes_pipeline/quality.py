@@ -199,22 +199,51 @@ def conversation_text(messages: list[dict]) -> str:
     return normalize("\n".join(parts))
 
 
+_SPACE = " \n\t\r"
+
+
 class Haystack:
-    """The compacted conversation, indexed once for every probe kind."""
+    """The compacted conversation, searched only where a probe could be.
+
+    Every token these checks read is made of non-space characters, so the
+    whitespace-delimited chunk around an occurrence of a probe (its value, or
+    its file name) tokenizes exactly as the whole text would there: a probe is
+    looked up in those chunks instead of tokenizing the whole conversation.
+    """
 
     def __init__(self, text: str):
         self.text = text
-        self.paths = path_tokens(text)
-        self.path_tails = {tail for p in self.paths for tail in path_suffixes(p)[1:]}
-        self.tokens = use_tokens(text)
+        self._paths: dict[str, tuple[set[str], set[str]]] = {}   # file name -> (path tokens, their tails)
+
+    def chunks(self, needle: str):
+        """The whitespace-delimited stretches of text around each occurrence of `needle`."""
+        text, start = self.text, 0
+        while needle and (i := text.find(needle, start)) >= 0:
+            left = max(text.rfind(c, 0, i) for c in _SPACE) + 1
+            ends = [j for j in (text.find(c, i + len(needle)) for c in _SPACE) if j >= 0]
+            right = min(ends, default=len(text))
+            yield text[left:right]
+            start = right
+
+    def has_token(self, value: str) -> bool:
+        """Whether the text uses `value` as a token (an id, a number, a URL...)."""
+        return any(value in use_tokens(chunk) for chunk in self.chunks(value))
+
+    def _path_tokens(self, path: str) -> tuple[set[str], set[str]]:
+        name = path.rsplit("/", 1)[-1]
+        if name not in self._paths:
+            paths = set().union(*(path_tokens(chunk) for chunk in self.chunks(name)))
+            self._paths[name] = paths, {tail for p in paths for tail in path_suffixes(p)[1:]}
+        return self._paths[name]
 
     def names_path(self, path: str, known: set[str]) -> bool:
         if not is_plain_path(path):
             return path in self.text   # spaces or globs: only the exact text names it
-        if path in self.paths or path in self.path_tails:
+        paths, tails = self._path_tokens(path)
+        if path in paths or path in tails:
             return True    # named in full, or inside a longer path that ends with it
         for tail in path_suffixes(path)[1:]:
-            if tail in self.paths and not any(q != path and (q == tail or q.endswith("/" + tail)) for q in known):
+            if tail in paths and not any(q != path and (q == tail or q.endswith("/" + tail)) for q in known):
                 return True
         return False
 
@@ -229,7 +258,7 @@ def check(probes: Probes, compacted_messages: list[dict]) -> dict[str, tuple[lis
         "files_read": split(probes.files_read, lambda p: hay.names_path(p, known)),
         "user_turns": split(probes.user_turns, lambda units: all(u in hay.text for u in units)),
         "errors": split(probes.errors, lambda e: e.line in hay.text),
-        "identifiers": split(list(probes.identifiers), lambda v: v in hay.tokens),
+        "identifiers": split(list(probes.identifiers), hay.has_token),
     }
 
 
