@@ -216,19 +216,39 @@ _ECHO_LINE = re.compile(r"^make(?:\[\d+\])?: \*\*\* (?:\[.*\] Error \d+|Waiting 
 MIN_ERROR_CHARS = 12      # a bare "FAILED" says nothing the lines around it don't
 
 
-def _worth_scanning(index: int, text: str, has_error_word: bool) -> bool:
-    if index == 0:
-        return has_error_word
-    needs = _ERROR_NEEDS[index]
-    return needs is None or any(literal in text for literal in needs)
+_ERROR_WORD = re.compile(r"error(?:\[\w+\])?:")    # ERROR_PATTERNS[0] without (?i) and \b: led by a literal
+_FAILED_WORD = re.compile(r"FAILED\b")                # ERROR_PATTERNS[3] without the leading \b
+
+
+def _word_start(text: str, position: int) -> bool:
+    """What \b checks before a word: no word character just before it."""
+    return position == 0 or not (text[position - 1].isalnum() or text[position - 1] == "_")
+
+
+def _error_hits(text: str) -> set[int]:
+    """Where ERROR_PATTERNS match. A pattern led by \b or (?i) is slow to scan in Python's re, so the
+    two common ones scan for their literal and check the word start themselves (same positions)."""
+    hits: set[int] = set()
+    lowered = text.lower()
+    if "error" in lowered:
+        if text.isascii():          # lower() keeps positions
+            hits.update(m.start() for m in _ERROR_WORD.finditer(lowered) if _word_start(lowered, m.start()))
+        else:
+            hits.update(m.start() for m in ERROR_PATTERNS[0].finditer(text))
+    if "FAILED" in text:
+        hits.update(m.start() for m in _FAILED_WORD.finditer(text) if _word_start(text, m.start()))
+    for index, pattern in enumerate(ERROR_PATTERNS):
+        needs = _ERROR_NEEDS[index]
+        if index in (0, 3) or (needs is not None and not any(literal in text for literal in needs)):
+            continue
+        hits.update(m.start() for m in pattern.finditer(text))
+    return hits
 
 
 @functools.lru_cache(maxsize=4096)   # the score and the summarizer read the same tool outputs
 def error_lines(text: str) -> tuple[str, ...]:
     """Error lines of one command's output, in order, each normalized; one scan per pattern."""
-    has_error_word = "error" in text.lower()
-    hits = sorted({m.start() for i, p in enumerate(ERROR_PATTERNS) if _worth_scanning(i, text, has_error_word)
-                   for m in p.finditer(text)})
+    hits = sorted(_error_hits(text))
     found, seen, end = [], set(), -1
     for hit in hits:
         if hit < end:

@@ -114,8 +114,11 @@ def test_oversized_tail_demotes_old_outputs_and_keeps_last_three():
 def test_cache_marks_system_and_last_three_and_is_idempotent():
     policy = caching_policy("claude-sonnet-4-5", "anthropic", "auto", "5m")
     messages = [system(), user("a"), assistant("b"), calls(("x", "f", {})), result("x", "r"), user("c")]
+    before = json.loads(json.dumps(messages))
     marked = apply_anthropic_cache_control(messages, policy)
-    assert messages[0] == system()   # the caller's list is untouched
+    assert messages == before        # the caller's messages are untouched, however deep
+    again = apply_anthropic_cache_control(marked, policy)
+    assert json.loads(json.dumps(marked)) == json.loads(json.dumps(again)) and messages == before
     markers = [i for i, m in enumerate(marked) if "cache_control" in json.dumps(m)]
     assert markers == [0, 3, 4, 5]
     assert marked[0]["content"][0]["cache_control"] == {"type": "ephemeral"}

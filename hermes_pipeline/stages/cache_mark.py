@@ -6,7 +6,6 @@ result (REFERENCE §19), and the caller's messages are never mutated.
 """
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from dataclasses import dataclass
 
@@ -79,7 +78,9 @@ def _mark(message: dict, marker: dict, native_anthropic: bool) -> None:
 
 
 def apply_anthropic_cache_control(messages: list[dict], policy: CachingPolicy) -> list[dict]:
-    marked = copy.deepcopy(strip_cache_control(messages))
+    # strip_cache_control copies each message and each of its content parts: the only objects
+    # _mark changes, so the caller's messages stay as they were without a deep copy
+    marked = strip_cache_control(messages)
     marker = policy.marker()
     if marked and role(marked[0]) == "system":
         _mark(marked[0], marker, policy.native_anthropic)
