@@ -116,9 +116,13 @@ SHORTHANDS = {"input=": "input.path=", "incremental=": "incremental.enabled="}
 
 
 def _expand_shorthand(argv: list[str]) -> list[str]:
-    """`input=PATH` is short for `input.path=PATH`, `incremental=true` for `incremental.enabled=true`."""
+    """`input=PATH` is short for `input.path=PATH`, `incremental=true` for `incremental.enabled=true`,
+    `-v` for `hydra.verbose=true` (debug logs, per-request HTTP lines included)."""
     out = []
     for arg in argv:
+        if arg in ("-v", "--verbose"):
+            out.append("hydra.verbose=true")
+            continue
         for short, full in SHORTHANDS.items():
             if arg.startswith(short):
                 arg = full + arg[len(short):]
