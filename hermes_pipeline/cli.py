@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -31,8 +32,9 @@ def _stop_on_signals(stop: threading.Event) -> None:
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
-        print(f"hermes-pipeline: {signal.Signals(signum).name}: finishing the conversations in flight, "
-              "then stopping (again to abandon them)", file=sys.stderr, flush=True)
+        # os.write, not print: the interrupted code may be inside a write to stderr itself
+        os.write(2, f"hermes-pipeline: {signal.Signals(signum).name}: finishing the conversations in flight, "
+                    "then stopping (again to abandon them)\n".encode())
     for signum in (signal.SIGINT, signal.SIGTERM):
         try:
             signal.signal(signum, handler)
@@ -88,7 +90,8 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     tree.close(totals.status)
     summary = totals.summary(time.perf_counter() - started, dict(cfg.model.prices), built.caching.status_line(),
                              cache_ttl=str(cfg.summarizer.get("cache_ttl") or "5m"),
-                             summarizer_prices=summary_prices(cfg).to_dict())
+                             # the summary calls at their own model's prices (the summarizer knows which)
+                             summarizer_prices=summary_prices(cfg, getattr(built.summarizer, "model", None)).to_dict())
     code, why = exit_code(summary, getattr(built.summarizer, "max_fallback_share", None))
     summary["exit_code"] = code
     folder.write_summary(summary)

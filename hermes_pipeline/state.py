@@ -154,8 +154,11 @@ class IncrementalState:
         out_size = out_path.stat().st_size if out_path.exists() else None
         return row[4] if out_size == row[3] else None
 
-    def file_done(self, rel_path: str, stat: os.stat_result, out_size: int | None, items: int) -> int:
-        """Record a finished file; forget items it no longer has. Returns how many conversations went away."""
+    def file_done(self, rel_path: str, stat: os.stat_result, out_size: int | None, items: int,
+                  skippable: bool = True) -> int:
+        """Record a finished file; forget items it no longer has. Returns how many conversations went away.
+
+        A file that is not `skippable` is read again next time (its output size is recorded as unknown)."""
         with self._transaction():
             self.db.executemany("UPDATE items SET seen_run = ? WHERE rel_path = ? AND item_key = ? "
                                 "AND config_fp = ?", self.pending_seen)
@@ -167,7 +170,8 @@ class IncrementalState:
             self.db.execute("DELETE FROM items WHERE rel_path = ? AND (config_fp != ? OR seen_run IS NULL "
                             "OR seen_run != ?)", (rel_path, self.config_fp, self.run_id))
             self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            (rel_path, stat.st_size, stat.st_mtime_ns, self.config_fp, out_size, items, self.run_id))
+                            (rel_path, stat.st_size, stat.st_mtime_ns, self.config_fp,
+                             out_size if skippable else -1, items, self.run_id))
         return gone
 
     def known_files(self) -> dict[str, int]:

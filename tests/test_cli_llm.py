@@ -405,7 +405,8 @@ def readme_dry_run() -> tuple[list[str], list[str]]:
     """The fake-provider command and the hermes-pipeline overrides shown in the README."""
     text = (ROOT / "README.md").read_text().replace("\\\n", " ")
     server = next(line for line in text.splitlines() if "-m hermes_pipeline.testing.fake_provider --port" in line)
-    run = next(line for line in text.splitlines() if "hermes-pipeline" in line and "summarizer=anthropic" in line)
+    run = next(line for line in text.splitlines()
+               if "hermes-pipeline" in line and "summarizer=anthropic" in line and "127.0.0.1" in line)
     server_args = shlex.split(server.split("&")[0])
     words = shlex.split(run.split("#")[0])
     start = next(i for i, w in enumerate(words) if w.endswith("hermes-pipeline"))
@@ -455,3 +456,25 @@ def test_a_model_summary_that_misses_files_and_errors_gets_an_artifact_trail(fak
     quality = row["quality"]
     assert quality["files_written"]["kept"] == quality["files_written"]["total"]     # the guard named them all
     assert quality["errors"]["kept"] == quality["errors"]["total"]
+
+
+def test_an_incremental_run_tries_fallbacks_again_and_keeps_good_summaries(inputs, fake, tmp_path):
+    out = tmp_path / "tree"
+    fake.script([server_error(500)] * 3)          # the first conversation's attempts fail, the rest succeed
+    first = llm_cli(tmp_path / "run1", "anthropic", fake, inputs["mixed"], f"output.dir={out}", "incremental=true",
+                    "summarizer.retry.attempts=3", "summarizer.max_fallback_share=1.0", "summarizer.breaker.max_failures=100",
+                    "runner.concurrency=1")
+    assert first.returncode == 0, first.stderr
+    fell_back = [r["source"] for r in read_jsonl(tmp_path / "run1" / "manifest.jsonl") if r["fallback"]]
+    assert len(fell_back) == 1
+    again = llm_cli(tmp_path / "run2", "anthropic", fake, inputs["mixed"], f"output.dir={out}", "incremental=true")
+    assert again.returncode == 0, again.stderr
+    rows = read_jsonl(tmp_path / "run2" / "manifest.jsonl")
+    assert [r["source"] for r in rows] == fell_back and rows[0]["fallback"] is None   # only it, and now from the model
+    summary = summary_of(tmp_path / "run2")
+    assert summary["skipped_unchanged"] == 13
+    usage, price = summary["summarizer_usage"], prices("anthropic")   # billed at the summary model's own prices
+    expected = (usage["input_tokens"] * price["input"] + usage["output_tokens"] * price["output"]
+                + usage["cache_read_tokens"] * price["cache_read"]
+                + usage["cache_write_tokens"] * price["cache_write_5m"]) / 1e6
+    assert summary["estimated_cost_usd"]["summarizer"] == pytest.approx(expected, abs=1e-5)

@@ -22,8 +22,10 @@ def cli(*args, cwd=ROOT, env=None):
 
 def test_a_wheel_installed_in_a_fresh_virtualenv_runs_from_another_directory(tmp_path):
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(wheels)],
-                   check=True, capture_output=True, timeout=600)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-w", str(wheels)],
+                           capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr
+    assert "deprecat" not in (built.stdout + built.stderr).lower()   # no warnings from our build metadata
     wheel = next(wheels.glob("hermes_pipeline-*.whl"))
     env_dir = tmp_path / "fresh-venv"
     venv.create(env_dir, with_pip=True)

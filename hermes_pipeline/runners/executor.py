@@ -146,6 +146,7 @@ class Executor:
         sink = self.tree.sink(input_file.relative)
         self.keys: deque[str] = deque()
         self.items = 0
+        self.retry_later = False
         try:
             complete = self._read_file(input_file, rel, sink)
         except SummarizerFatalError:
@@ -158,7 +159,9 @@ class Executor:
         self.totals.bytes_out += out_size or 0
         self.totals.files += complete
         if complete and self.state is not None:
-            self.totals.removed += self.state.file_done(rel, stat, out_size, self.items)
+            # a file with a conversation to try again (a fallback, a failure) is never skipped whole
+            self.totals.removed += self.state.file_done(rel, stat, out_size, self.items,
+                                                        skippable=not self.retry_later)
 
     def _read_file(self, input_file: InputFile, rel: str, sink: FileSink) -> bool:
         """True when every record of the file was done (not cut short by a stop)."""
@@ -245,6 +248,7 @@ class Executor:
     def _commit(self, rel: str, key: str, status: str, output: bytes | None, row: dict, qrow: dict | None) -> None:
         if self.state is not None:
             self.state.commit(rel, key, status, output, row, qrow)
+            self.retry_later |= not reusable(Item(status, output, row, qrow))
 
     def _reuse(self, rel: str, key: str, found: Item, sink: FileSink | None) -> None:
         if found.output:
