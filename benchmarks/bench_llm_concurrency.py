@@ -14,7 +14,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from hermes_pipeline.summarizers.base import SummaryRequest
-from hermes_pipeline.summarizers.llm import AnthropicSummarizer, OpenAISummarizer
+from hermes_pipeline.summarizers.anthropic import AnthropicSummarizer
+from hermes_pipeline.summarizers.openai import OpenAISummarizer
 from hermes_pipeline.testing.fake_provider import FakeProvider
 
 

@@ -37,9 +37,11 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from hermes_pipeline.artifacts import (
-    call_arguments, clip_verbatim, command_key, error_lines, error_probe_text, file_actions, identifier_candidates,
-    is_plain_path, is_viewer_only, normalize, paired_results, path_suffixes, path_tokens, shell_command,
-    string_leaves, use_tokens,
+    call_arguments, command_key, file_actions, is_plain_path, is_viewer_only, paired_results, path_suffixes,
+    path_tokens, shell_command, string_leaves,
+)
+from hermes_pipeline.tool_output import (
+    clip_verbatim, error_lines, error_probe_text, identifier_candidates, normalize, use_tokens,
 )
 from hermes_pipeline.transcript import is_summary_message, message_text, role, tool_calls
 

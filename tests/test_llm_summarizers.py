@@ -12,7 +12,8 @@ import pytest
 
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import SECTIONS, SummarizerFatalError, SummaryRequest
-from hermes_pipeline.summarizers.llm import AnthropicSummarizer, OpenAISummarizer
+from hermes_pipeline.summarizers.anthropic import AnthropicSummarizer
+from hermes_pipeline.summarizers.openai import OpenAISummarizer
 from hermes_pipeline.testing.fake_provider import (
     FakeProvider, auth_error, context_length, empty, forbidden, hang, insufficient_quota, overloaded, rate_limit,
     server_error, truncated,
@@ -203,7 +204,7 @@ RETRIED = {
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("fault", sorted(RETRIED))
 def test_transient_fault_is_retried_and_succeeds(make, fake, caplog, provider, fault):
-    caplog.set_level(logging.WARNING, logger="hermes_pipeline.summarizers.llm")
+    caplog.set_level(logging.WARNING, logger="hermes_pipeline.summarizers.llm_calls")
     fake.script([RETRIED[fault]()])
     result = make(provider).summarize(request())
     assert result.fallback is None and has_all_sections(result.text)

@@ -258,8 +258,8 @@ class DaskRunnerConfig:
 # instantiate() checks their keyword arguments).
 TARGET_SCHEMAS: dict[str, type] = {
     "hermes_pipeline.summarizers.extractive.ExtractiveSummarizer": ExtractiveSummarizerConfig,
-    "hermes_pipeline.summarizers.llm.AnthropicSummarizer": AnthropicSummarizerConfig,
-    "hermes_pipeline.summarizers.llm.OpenAISummarizer": OpenAISummarizerConfig,
+    "hermes_pipeline.summarizers.anthropic.AnthropicSummarizer": AnthropicSummarizerConfig,
+    "hermes_pipeline.summarizers.openai.OpenAISummarizer": OpenAISummarizerConfig,
     "hermes_pipeline.runners.local.LocalRunner": LocalRunnerConfig,
     "hermes_pipeline.runners.dask.DaskRunner": DaskRunnerConfig,
 }

@@ -11,15 +11,15 @@ lines exceed the budget, the least important go first (oldest first within
 a rank); the user's words are shortened only as a last resort.
 
 What counts as a file change, an error line or an identifier is decided by
-hermes_pipeline.artifacts, the same detection the quality score uses.
+hermes_pipeline.artifacts and hermes_pipeline.tool_output, the same detection
+the quality score uses.
 """
 from __future__ import annotations
 
 import re
 
 from hermes_pipeline.artifacts import (
-    amounts, call_arguments, command_key, error_lines, file_actions, normalize, paired_results, path_tokens,
-    shell_command,
+    call_arguments, command_key, file_actions, paired_results, path_tokens, shell_command,
 )
 from hermes_pipeline.quality import (
     LONG_TURN_CHARS, MAX_ERRORS, REQUIREMENT, extract_probes, sentences, substantive_user_text, user_turn_units,
@@ -29,6 +29,7 @@ from hermes_pipeline.summarizers.fit import ARTIFACT, CHATTER, KEY, RECENT, USEF
 from hermes_pipeline.summarizers.forms import grouped_identifiers, grouped_paths
 from hermes_pipeline.summarizers.redact import strip_think
 from hermes_pipeline.tokens import TokenCounter
+from hermes_pipeline.tool_output import amounts, error_lines, normalize
 from hermes_pipeline.transcript import is_summary_message, message_text, role, tool_calls
 
 _DECISION = re.compile(

@@ -10,7 +10,10 @@ Replies are compaction summaries built only from the request, so the same
 request always yields the same text. Faults (rate limits, 5xx, context-length
 errors, hangs...) can be scripted per request with ``FakeProvider.script``.
 
-Only the standard library is used, so this can ship with the package.
+The server and its CLI live here; the faults in fake_faults.py, request parsing
+and the summary in fake_summary.py, the response bodies in fake_replies.py
+(the public names are re-exported here). Only the standard library is used,
+so this can ship with the package.
 Run ``python -m hermes_pipeline.testing.fake_provider --help`` for the CLI.
 """
 
@@ -19,15 +22,23 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
-import re
 import threading
 import time
 from collections import Counter, deque
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterable, Mapping
 from urllib.parse import urlsplit
+
+from hermes_pipeline.testing.fake_faults import (
+    ERROR_KINDS, Fault, as_fault, auth_error, context_length, empty, forbidden, hang, insufficient_quota, latency,
+    overloaded, rate_limit, server_error, truncated,
+)
+from hermes_pipeline.testing.fake_replies import (
+    anthropic_error, anthropic_message, bad_request, context_error, fault_response, openai_completion,
+)
+from hermes_pipeline.testing.fake_summary import (
+    ANTHROPIC, OPENAI, Prompt, approx_tokens, build_summary, parse_request, summarize_request,
+)
 
 __all__ = [
     "FakeProvider",
@@ -47,9 +58,6 @@ __all__ = [
     "approx_tokens",
 ]
 
-ANTHROPIC = "anthropic"
-OPENAI = "openai"
-
 # Both SDKs join base_url + "/messages" or "/chat/completions"; accept the
 # path with and without "/v1" so either base_url style works.
 _ROUTES = {
@@ -60,416 +68,8 @@ _ROUTES = {
 }
 _SECRET_HEADERS = {"x-api-key", "authorization", "api-key", "proxy-authorization"}
 
-# Context windows used in context-length error messages when no limit is set.
-_DEFAULT_CONTEXT_TOKENS = {ANTHROPIC: 200_000, OPENAI: 128_000}
 # OpenAI only caches prompt prefixes of at least this many tokens.
 OPENAI_CACHE_MIN_TOKENS = 1024
-
-
-def approx_tokens(chars: int) -> int:
-    """Token estimate used everywhere in the fake: ceil(chars / 4)."""
-    return math.ceil(chars / 4)
-
-
-# --------------------------------------------------------------------------
-# Faults
-# --------------------------------------------------------------------------
-
-# Kinds that answer 200 (possibly late); every other kind is an HTTP error.
-_NON_ERROR_KINDS = {"hang", "latency", "truncated", "empty"}
-_ERROR_KINDS = {
-    "rate_limit",
-    "server_error",
-    "overloaded",
-    "context_length",
-    "auth_error",
-    "forbidden",
-    "insufficient_quota",
-}
-
-
-@dataclass(frozen=True)
-class Fault:
-    """One scripted misbehaviour, applied to exactly one request."""
-
-    kind: str
-    status: int | None = None  # overrides the HTTP status for error kinds
-    retry_after: float | None = None  # seconds, sent as the retry-after header
-    seconds: float = 0.0  # delay for hang / latency
-    limit_tokens: int | None = None  # context window quoted by context_length
-
-    def __post_init__(self) -> None:
-        if self.kind not in _ERROR_KINDS | _NON_ERROR_KINDS:
-            raise ValueError(f"unknown fault kind: {self.kind!r}")
-
-
-def rate_limit(retry_after: float | None = 1) -> Fault:
-    """429 with a retry-after header (omitted when retry_after is None)."""
-    return Fault("rate_limit", retry_after=retry_after)
-
-
-def server_error(status: int = 500) -> Fault:
-    """5xx with the provider's server-error body."""
-    if status not in (500, 502, 503, 504):
-        raise ValueError("server_error status must be 500, 502, 503 or 504")
-    return Fault("server_error", status=status)
-
-
-def overloaded(status: int | None = None) -> Fault:
-    """Anthropic: 529 overloaded_error. OpenAI has no 529, so it gets 503 unless status is given."""
-    return Fault("overloaded", status=status)
-
-
-def context_length(limit_tokens: int | None = None) -> Fault:
-    """400 with the provider's prompt-too-long / context_length_exceeded body."""
-    return Fault("context_length", limit_tokens=limit_tokens)
-
-
-def auth_error() -> Fault:
-    """401 authentication_error / invalid_api_key."""
-    return Fault("auth_error")
-
-
-def forbidden() -> Fault:
-    """403 permission_error / request_forbidden."""
-    return Fault("forbidden")
-
-
-def insufficient_quota() -> Fault:
-    """OpenAI: 429 insufficient_quota. Anthropic: 400 'credit balance is too low'."""
-    return Fault("insufficient_quota")
-
-
-def hang(seconds: float) -> Fault:
-    """Wait `seconds` before answering normally, so a shorter client timeout fires."""
-    return Fault("hang", seconds=seconds)
-
-
-def latency(seconds: float) -> Fault:
-    """Answer normally after an extra `seconds`."""
-    return Fault("latency", seconds=seconds)
-
-
-def truncated() -> Fault:
-    """200 cut short: stop_reason max_tokens / finish_reason length."""
-    return Fault("truncated")
-
-
-def empty() -> Fault:
-    """200 whose text is whitespace only."""
-    return Fault("empty")
-
-
-def _as_fault(item: Fault | Mapping[str, Any] | str | None) -> Fault | None:
-    """Script entries may be Fault objects, dicts, bare kind names, or None (= normal)."""
-    if item is None or isinstance(item, Fault):
-        return item
-    if isinstance(item, str):
-        return Fault(item)
-    if isinstance(item, Mapping):
-        return Fault(**item)
-    raise TypeError(f"cannot use {item!r} as a fault")
-
-
-# --------------------------------------------------------------------------
-# Request parsing
-# --------------------------------------------------------------------------
-
-
-@dataclass
-class _Prompt:
-    """Provider-neutral view of a request, enough to summarize and bill it."""
-
-    model: str
-    max_tokens: int | None
-    system: str
-    messages: list[tuple[str, str]]  # (role, text)
-    cached_blocks: list[str]  # texts marked for caching
-
-    @property
-    def total_chars(self) -> int:
-        return len(self.system) + sum(len(text) for _, text in self.messages)
-
-
-def _text_of(content: Any) -> str:
-    """Flatten any content shape (string, block list, tool blocks) to plain text."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(t for t in (_text_of(part) for part in content) if t)
-    if isinstance(content, dict):
-        if isinstance(content.get("text"), str):
-            return content["text"]
-        if "content" in content:  # tool_result blocks nest their content
-            return _text_of(content["content"])
-        if "input" in content:  # tool_use blocks carry JSON arguments
-            return json.dumps(content["input"], sort_keys=True)
-    return ""
-
-
-def _cached_texts(blocks: Any) -> list[str]:
-    """Texts of blocks carrying cache_control (only block lists can carry it)."""
-    if not isinstance(blocks, list):
-        return []
-    return [_text_of(b) for b in blocks if isinstance(b, dict) and b.get("cache_control")]
-
-
-def _parse_anthropic(body: dict) -> _Prompt:
-    messages, cached = [], _cached_texts(body.get("system"))
-    for msg in body.get("messages") or []:
-        messages.append((str(msg.get("role", "")), _text_of(msg.get("content"))))
-        cached += _cached_texts(msg.get("content"))
-    return _Prompt(
-        model=str(body.get("model", "")),
-        max_tokens=body.get("max_tokens"),
-        system=_text_of(body.get("system")),
-        messages=messages,
-        cached_blocks=cached,
-    )
-
-
-def _openai_message_text(msg: dict) -> str:
-    """Message content plus any tool-call arguments an assistant message carries."""
-    parts = [_text_of(msg.get("content"))]
-    for call in msg.get("tool_calls") or []:
-        parts.append(str((call.get("function") or {}).get("arguments", "")))
-    return "\n".join(p for p in parts if p)
-
-
-def _parse_openai(body: dict) -> _Prompt:
-    system, messages = [], []
-    for msg in body.get("messages") or []:
-        role, text = str(msg.get("role", "")), _openai_message_text(msg)
-        # OpenAI has no separate system field; system/developer turns play that role.
-        if role in ("system", "developer"):
-            system.append(text)
-        else:
-            messages.append((role, text))
-    return _Prompt(
-        model=str(body.get("model", "")),
-        max_tokens=body.get("max_completion_tokens", body.get("max_tokens")),
-        system="\n".join(system),
-        messages=messages,
-        cached_blocks=[],
-    )
-
-
-# --------------------------------------------------------------------------
-# Deterministic summary
-# --------------------------------------------------------------------------
-
-_EXTS = (
-    "py|pyi|ipynb|js|jsx|ts|tsx|mjs|cjs|json|jsonl|yaml|yml|toml|ini|cfg|conf|env|md|rst|txt|"
-    "csv|tsv|sql|sh|bash|zsh|ps1|rs|go|java|kt|scala|c|h|cc|cpp|hpp|cs|rb|php|swift|m|html|css|"
-    "scss|xml|lock|log|proto|tf|dockerfile|gradle|mk"
-)
-# Either a path with an extension we recognise, or an absolute/relative path with a slash.
-_PATH_RE = re.compile(
-    rf"(?<![\w:/.@-])(?:"
-    rf"(?:~|\.{{1,2}})?/?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:{_EXTS})(?![\w-])"
-    rf"|(?:~|\.{{1,2}})?/(?:[\w.-]+/)+[\w.-]+"
-    rf")"
-)
-_CONSTRAINT_RE = re.compile(r"\b(must|never|always|don't|do not|prefer|avoid|required|should)\b", re.I)
-_DONE_RE = re.compile(r"\b(done|completed?|fixed|implemented|added|passed|merged)\b", re.I)
-_WIP_RE = re.compile(r"\b(in progress|working on|wip|currently|ongoing)\b", re.I)
-_BLOCKED_RE = re.compile(r"\b(error|failed|failure|exception|blocked|traceback|cannot)\b", re.I)
-_DECISION_RE = re.compile(r"\b(decided|decision|chose|chosen|going with|switched to|will use)\b", re.I)
-_NEXT_RE = re.compile(r"\b(next|todo|follow[- ]up|then)\b", re.I)
-
-_MAX_LINE = 160
-_MAX_HITS = 3
-
-
-def _clean(line: str) -> str:
-    """One-line, heading-free, bounded copy of a transcript line."""
-    line = re.sub(r"\s+", " ", line).strip().lstrip("#>*-• ").strip()
-    return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 3] + "..."
-
-
-def _lines(text: str) -> list[str]:
-    return [c for c in (_clean(line) for line in text.splitlines()) if c]
-
-
-def _hits(lines: list[str], pattern: re.Pattern[str]) -> list[str]:
-    return [f"- {line}" for line in lines if pattern.search(line)][:_MAX_HITS]
-
-
-def _file_paths(text: str, limit: int = 20) -> list[str]:
-    found = dict.fromkeys(m.group(0).rstrip(".") for m in _PATH_RE.finditer(text))
-    return list(found)[:limit]
-
-
-def _build_summary(prompt: _Prompt) -> str:
-    """Summary with the ten required headings, every one followed by request-derived lines."""
-    body = "\n".join(text for _, text in prompt.messages)
-    user_text = "\n".join(text for role, text in prompt.messages if role == "user")
-    lines = _lines(body)
-    user_lines = _lines(user_text) or lines or ["(no message text)"]
-    roles = Counter(role for role, _ in prompt.messages)
-    role_desc = ", ".join(f"{n} {r}" for r, n in sorted(roles.items())) or "none"
-    digest = hashlib.sha256(user_text.encode("utf-8")).hexdigest()[:16]
-    n = len(lines)
-    sections = [
-        ("## Goal", [f"- {user_lines[0]}"]),
-        ("## Constraints & Preferences", _hits(lines, _CONSTRAINT_RE)
-         or [f"- None stated; reply bounded by max_tokens={prompt.max_tokens} for model {prompt.model}"]),
-        ("## Progress", [f"- Compacted {len(prompt.messages)} messages ({role_desc})"]),
-        ("### Done", _hits(lines, _DONE_RE) or [f"- Read all {n} non-empty lines"]),
-        ("### In Progress", _hits(lines, _WIP_RE) or [f"- Summarizing {prompt.total_chars} characters"]),
-        ("### Blocked", _hits(lines, _BLOCKED_RE) or [f"- No blockers found in {n} lines"]),
-        ("## Key Decisions", _hits(lines, _DECISION_RE) or [f"- No explicit decisions found in {n} lines"]),
-        ("## Relevant Files", [f"- {p}" for p in _file_paths(body)]
-         or ["- No file paths found in the request"]),
-        ("## Next Steps", _hits(lines, _NEXT_RE) or [f"- Continue from: {user_lines[-1]}"]),
-        ("## Critical Context", [
-            f"- Request digest: sha256:{digest}",
-            f"- Characters received: {prompt.total_chars}",
-            f"- Model: {prompt.model}",
-        ]),
-    ]
-    return "\n\n".join("\n".join([title, *items]) for title, items in sections) + "\n"
-
-
-def summarize_request(body: dict, provider: str = ANTHROPIC) -> str:
-    """The exact text a normal (fault-free) reply to `body` carries."""
-    prompt = _parse_anthropic(body) if provider == ANTHROPIC else _parse_openai(body)
-    return _build_summary(prompt)
-
-
-# --------------------------------------------------------------------------
-# Response bodies
-# --------------------------------------------------------------------------
-
-
-def _anthropic_error(kind: str, message: str) -> dict:
-    return {"type": "error", "error": {"type": kind, "message": message}}
-
-
-def _openai_error(message: str, kind: str, code: str | None, param: str | None = None) -> dict:
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
-
-
-def _context_error(provider: str, prompt_tokens: int, limit: int | None) -> tuple[int, dict]:
-    limit = limit or _DEFAULT_CONTEXT_TOKENS[provider]
-    tokens = max(prompt_tokens, limit + 1)  # the quoted count must exceed the limit
-    if provider == ANTHROPIC:
-        return 400, _anthropic_error(
-            "invalid_request_error", f"prompt is too long: {tokens} tokens > {limit} maximum"
-        )
-    return 400, _openai_error(
-        f"This model's maximum context length is {limit} tokens. However, your messages "
-        f"resulted in {tokens} tokens. Please reduce the length of the messages.",
-        "invalid_request_error",
-        "context_length_exceeded",
-        "messages",
-    )
-
-
-_ANTHROPIC_5XX = {
-    500: ("api_error", "Internal server error"),
-    502: ("api_error", "Bad gateway"),
-    503: ("api_error", "Service unavailable"),
-    504: ("timeout_error", "Request timed out"),
-}
-_OPENAI_5XX = {
-    500: "The server had an error while processing your request. Sorry about that!",
-    502: "Bad gateway.",
-    503: "The engine is currently overloaded, please try again later.",
-    504: "Gateway timeout.",
-}
-
-
-def _anthropic_fault(fault: Fault) -> tuple[int, dict]:
-    """Status and body of the real Anthropic API for each error kind."""
-    kind = fault.kind
-    if kind == "rate_limit":
-        return 429, _anthropic_error(
-            "rate_limit_error",
-            "This request would exceed the rate limit for your organization. Please retry later.",
-        )
-    if kind == "server_error":
-        status = fault.status or 500
-        return status, _anthropic_error(*_ANTHROPIC_5XX.get(status, _ANTHROPIC_5XX[500]))
-    if kind == "overloaded":
-        return fault.status or 529, _anthropic_error("overloaded_error", "Overloaded")
-    if kind == "auth_error":
-        return 401, _anthropic_error("authentication_error", "invalid x-api-key")
-    if kind == "forbidden":
-        return 403, _anthropic_error(
-            "permission_error", "Your API key does not have permission to use the specified resource."
-        )
-    assert kind == "insufficient_quota", kind
-    # Anthropic reports an exhausted balance as a 400, not a 429.
-    return 400, _anthropic_error(
-        "invalid_request_error",
-        "Your credit balance is too low to access the Anthropic API. "
-        "Please go to Plans & Billing to upgrade or purchase credits.",
-    )
-
-
-def _openai_fault(fault: Fault) -> tuple[int, dict]:
-    """Status and body of the real OpenAI API for each error kind."""
-    kind = fault.kind
-    if kind == "rate_limit":
-        return 429, _openai_error(
-            "Rate limit reached for requests. Please try again later.", "requests", "rate_limit_exceeded"
-        )
-    if kind in ("server_error", "overloaded"):
-        status = fault.status or (503 if kind == "overloaded" else 500)
-        return status, _openai_error(_OPENAI_5XX.get(status, _OPENAI_5XX[500]), "server_error", None)
-    if kind == "auth_error":
-        return 401, _openai_error(
-            "Incorrect API key provided. You can find your API key at "
-            "https://platform.openai.com/account/api-keys.",
-            "invalid_request_error",
-            "invalid_api_key",
-        )
-    if kind == "forbidden":
-        return 403, _openai_error(
-            "Country, region, or territory not supported", "request_forbidden",
-            "unsupported_country_region_territory",
-        )
-    assert kind == "insufficient_quota", kind
-    return 429, _openai_error(
-        "You exceeded your current quota, please check your plan and billing details.",
-        "insufficient_quota",
-        "insufficient_quota",
-    )
-
-
-def _anthropic_message(msg_id: str, model: str, text: str, stop: str, usage: dict) -> dict:
-    return {
-        "id": msg_id,
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": stop,
-        "stop_sequence": None,
-        "usage": usage,
-    }
-
-
-def _openai_completion(msg_id: str, model: str, text: str, finish: str, usage: dict) -> dict:
-    return {
-        "id": msg_id,
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
-                "logprobs": None,
-                "finish_reason": finish,
-            }
-        ],
-        "usage": usage,
-        "system_fingerprint": "fp_fake",
-    }
 
 
 # --------------------------------------------------------------------------
@@ -584,7 +184,7 @@ class FakeProvider:
 
     def script(self, faults: Iterable[Fault | Mapping[str, Any] | str | None]) -> None:
         """Queue faults, one per incoming request in order; None means 'answer normally'."""
-        parsed = [_as_fault(f) for f in faults]
+        parsed = [as_fault(f) for f in faults]
         with self._lock:
             self._faults.extend(parsed)
 
@@ -660,40 +260,21 @@ class FakeProvider:
         self, provider: str | None, path: str, body: Any, fault: Fault | None, seq: int
     ) -> tuple[int, dict, dict]:
         if provider is None:
-            return 404, _anthropic_error("not_found_error", f"Not found: {path}"), {}
+            return 404, anthropic_error("not_found_error", f"Not found: {path}"), {}
         if not isinstance(body, dict):
-            return 400, self._bad_request(provider, "Request body must be a JSON object"), {}
+            return 400, bad_request(provider, "Request body must be a JSON object"), {}
         if body.get("stream"):
-            return 400, self._bad_request(provider, "The fake provider does not support streaming"), {}
-        prompt = _parse_anthropic(body) if provider == ANTHROPIC else _parse_openai(body)
-        if fault and fault.kind in _ERROR_KINDS:
-            return self._fault_response(provider, fault, prompt)
+            return 400, bad_request(provider, "The fake provider does not support streaming"), {}
+        prompt = parse_request(body, provider)
+        if fault and fault.kind in ERROR_KINDS:
+            return fault_response(provider, fault, prompt)
         if self.max_input_chars is not None and prompt.total_chars > self.max_input_chars:
             limit = approx_tokens(self.max_input_chars)
-            return (*_context_error(provider, approx_tokens(prompt.total_chars), limit), {})
+            return (*context_error(provider, approx_tokens(prompt.total_chars), limit), {})
         return 200, self._success(provider, prompt, fault, seq), {}
 
-    @staticmethod
-    def _bad_request(provider: str, message: str) -> dict:
-        if provider == ANTHROPIC:
-            return _anthropic_error("invalid_request_error", message)
-        return _openai_error(message, "invalid_request_error", None)
-
-    @staticmethod
-    def _fault_response(provider: str, fault: Fault, prompt: _Prompt) -> tuple[int, dict, dict]:
-        if fault.kind == "context_length":
-            status, body = _context_error(provider, approx_tokens(prompt.total_chars), fault.limit_tokens)
-        elif provider == ANTHROPIC:
-            status, body = _anthropic_fault(fault)
-        else:
-            status, body = _openai_fault(fault)
-        headers = {}
-        if fault.kind == "rate_limit" and fault.retry_after is not None:
-            headers["retry-after"] = f"{fault.retry_after:g}"
-        return status, body, headers
-
-    def _success(self, provider: str, prompt: _Prompt, fault: Fault | None, seq: int) -> dict:
-        text = _build_summary(prompt)
+    def _success(self, provider: str, prompt: Prompt, fault: Fault | None, seq: int) -> dict:
+        text = build_summary(prompt)
         stop = "end_turn" if provider == ANTHROPIC else "stop"
         if fault and fault.kind == "truncated":
             text = text[: len(text) // 2]
@@ -703,9 +284,9 @@ class FakeProvider:
         msg_id = f"{seq:06d}{hashlib.sha256(text.encode()).hexdigest()[:18]}"
         if provider == ANTHROPIC:
             usage = self._anthropic_usage(prompt, text)
-            return _anthropic_message(f"msg_fake_{msg_id}", prompt.model, text, stop, usage)
+            return anthropic_message(f"msg_fake_{msg_id}", prompt.model, text, stop, usage)
         usage = self._openai_usage(prompt, text)
-        return _openai_completion(f"chatcmpl-fake{msg_id}", prompt.model, text, stop, usage)
+        return openai_completion(f"chatcmpl-fake{msg_id}", prompt.model, text, stop, usage)
 
     def _first_sighting(self, text: str) -> bool:
         """True the first time this exact text is cached by this server instance."""
@@ -716,7 +297,7 @@ class FakeProvider:
             self._cache_seen.add(key)
             return True
 
-    def _anthropic_usage(self, prompt: _Prompt, text: str) -> dict:
+    def _anthropic_usage(self, prompt: Prompt, text: str) -> dict:
         # Anthropic bills cached blocks separately: input_tokens is only the rest.
         created = read = cached_chars = 0
         for block in prompt.cached_blocks:
@@ -732,7 +313,7 @@ class FakeProvider:
             "cache_read_input_tokens": read,
         }
 
-    def _openai_usage(self, prompt: _Prompt, text: str) -> dict:
+    def _openai_usage(self, prompt: Prompt, text: str) -> dict:
         # OpenAI caches long prompt prefixes automatically; cached tokens are a
         # subset of prompt_tokens. The system/developer turns stand in for the prefix.
         prompt_tokens = approx_tokens(prompt.total_chars)
