@@ -11,7 +11,7 @@ import json
 import re
 import shlex
 
-from hermes_pipeline.transcript import message_text, role, tool_calls
+from hermes_pipeline.transcript import message_text, turns
 
 # -- paths ---------------------------------------------------------------------------------
 
@@ -212,22 +212,11 @@ def string_leaves(value) -> list[str]:
 
 
 def paired_results(messages: list[dict], index: int) -> list[tuple[dict, dict | None, int]]:
-    """(call, result, result index) for an assistant's calls; by id, else by position (ids repeat)."""
-    calls = tool_calls(messages[index])
-    rows, j = [], index + 1
-    while j < len(messages) and role(messages[j]) == "tool":
-        rows.append(j)
-        j += 1
-    out, free = [], list(rows)
-    for call in calls:
-        match = next((r for r in free if messages[r].get("tool_call_id") == call.get("id")), None)
-        if match is None and free and not any(messages[r].get("tool_call_id") == c.get("id")
-                                              for r in free for c in calls):
-            match = free[0]
-        if match is not None:
-            free.remove(match)
-        out.append((call, messages[match] if match is not None else None, match if match is not None else index))
-    return out
+    """(call, result, result index) for each call of the assistant message at `index` (transcript.turns
+    pairs them: by position, ids repeat in real data)."""
+    turn = next(turns(messages, index))
+    position = {id(row): index + 1 + k for k, row in enumerate(turn.rows)}
+    return [(call, row, position[id(row)] if row is not None else index) for call, row in zip(turn.calls, turn.answers)]
 
 
 def file_actions(call: dict, result: dict | None) -> list[tuple[str, str]]:

@@ -133,9 +133,9 @@ class Turn:
         return [call for call, row in zip(self.calls, self.answers) if row is None]
 
 
-def turns(messages: list[dict]) -> Iterator[Turn]:
-    """The one walk over tool pairing; repair, assembly and checks all use it."""
-    i, n = 0, len(messages)
+def turns(messages: list[dict], start: int = 0) -> Iterator[Turn]:
+    """The one walk over tool pairing (from `start`); repair, assembly, checks and probes all use it."""
+    i, n = start, len(messages)
     while i < n:
         index = i
         message = None if is_tool_result(messages[i]) else messages[i]

@@ -70,3 +70,10 @@ def last_context_tokens(usages: list[Any]) -> int | None:
         if tokens is not None:
             return tokens
     return None
+
+
+def reported(usage: Any) -> dict[str, int]:
+    """The billed tokens of an SDK response's usage (a pydantic model or a dict); zeros when absent."""
+    if hasattr(usage, "model_dump"):
+        usage = usage.model_dump()
+    return (billed(usage) or Billed()).to_dict()

@@ -6,6 +6,7 @@ from typing import Any
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.llm import LLMSummarizer
 from hermes_pipeline.summarizers.llm_calls import Reply
+from hermes_pipeline.usage import reported
 
 
 class AnthropicSummarizer(LLMSummarizer):
@@ -37,13 +38,7 @@ class AnthropicSummarizer(LLMSummarizer):
         response = await self._client.messages.create(**params)
         text = "".join(getattr(block, "text", "") for block in response.content
                        if getattr(block, "type", "") == "text")
-        usage = response.usage
-        return Reply(text=text, cut=response.stop_reason == "max_tokens", usage={
-            "input_tokens": getattr(usage, "input_tokens", 0) or 0,
-            "output_tokens": getattr(usage, "output_tokens", 0) or 0,
-            "cache_read_tokens": getattr(usage, "cache_read_input_tokens", 0) or 0,
-            "cache_write_tokens": getattr(usage, "cache_creation_input_tokens", 0) or 0,
-        })
+        return Reply(text=text, cut=response.stop_reason == "max_tokens", usage=reported(response.usage))
 
     def _status_error(self):
         import anthropic

@@ -6,6 +6,7 @@ from typing import Any
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.llm import LLMSummarizer
 from hermes_pipeline.summarizers.llm_calls import Reply
+from hermes_pipeline.usage import reported
 
 
 class OpenAISummarizer(LLMSummarizer):
@@ -35,17 +36,8 @@ class OpenAISummarizer(LLMSummarizer):
         response = await self._client.chat.completions.create(**params)
         choice = response.choices[0] if response.choices else None
         text = (choice.message.content or "") if choice and choice.message else ""
-        usage = response.usage
-        prompt = getattr(usage, "prompt_tokens", 0) or 0
-        details = getattr(usage, "prompt_tokens_details", None)
-        cached = getattr(details, "cached_tokens", 0) or 0
-        # input_tokens excludes cached ones, as Anthropic reports it, so prices add up the same way.
-        return Reply(text=text, cut=bool(choice and choice.finish_reason == "length"), usage={
-            "input_tokens": prompt - cached,
-            "output_tokens": getattr(usage, "completion_tokens", 0) or 0,
-            "cache_read_tokens": cached,
-            "cache_write_tokens": 0,
-        })
+        # usage.reported counts cached prompt tokens apart, as Anthropic does, so prices add up the same way
+        return Reply(text=text, cut=bool(choice and choice.finish_reason == "length"), usage=reported(response.usage))
 
     def _status_error(self):
         import openai
