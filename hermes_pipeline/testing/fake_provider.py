@@ -40,23 +40,9 @@ from hermes_pipeline.testing.fake_summary import (
     ANTHROPIC, OPENAI, Prompt, approx_tokens, build_summary, parse_request, summarize_request,
 )
 
-__all__ = [
-    "FakeProvider",
-    "Fault",
-    "rate_limit",
-    "server_error",
-    "overloaded",
-    "context_length",
-    "auth_error",
-    "forbidden",
-    "insufficient_quota",
-    "hang",
-    "latency",
-    "truncated",
-    "empty",
-    "summarize_request",
-    "approx_tokens",
-]
+# the fault constructors are named after their kinds; the public names of the package
+__all__ = ["FakeProvider", "Fault", *sorted(ERROR_KINDS), "hang", "latency", "truncated", "empty",
+           "summarize_request", "approx_tokens"]
 
 # Both SDKs join base_url + "/messages" or "/chat/completions"; accept the
 # path with and without "/v1" so either base_url style works.
