@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import re
 
+from hermes_pipeline.artifacts import command_programs
+
 ERROR_CHARS = 160         # an error line is matched on its first characters (summaries clip long ones)
 
 # -- errors ------------------------------------------------------------------------------
@@ -172,3 +174,11 @@ def amounts(text: str) -> list[tuple[str, str]]:
 def use_tokens(text: str) -> frozenset[str]:
     tokens = {v for _, p in _id_patterns(text) for v in (m.group(0).rstrip(".,;:") for m in p.finditer(text))}
     return frozenset(tokens | set(_NUMBER.findall(text)))
+
+
+def forget_texts() -> None:
+    """Empty the caches above (and the command parser's): they serve one conversation, read twice
+    (probes, then summary and score); emptied after each one, memory follows the largest conversation."""
+    error_lines.cache_clear()
+    use_tokens.cache_clear()
+    command_programs.cache_clear()

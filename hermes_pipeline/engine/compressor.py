@@ -8,6 +8,7 @@ from hermes_pipeline.engine.base import Compaction, ContextEngine, EngineService
 from hermes_pipeline.engine.hygiene import hygiene_fires
 from hermes_pipeline.engine.plan import Plan, make_plan
 from hermes_pipeline.stages.base import Draft
+from hermes_pipeline.tool_output import forget_texts
 from hermes_pipeline.transcript import Conversation
 from hermes_pipeline.usage import prompt_tokens
 
@@ -74,8 +75,11 @@ class ContextCompressor(ContextEngine):
         if plan.tail_widened:
             stats["tail_widened_for_roles"] = plan.tail_widened
         draft = Draft(plan.original)
-        for stage in self.services.stages:
-            draft = stage.apply(draft, plan, self.services.tools, stats)
+        try:
+            for stage in self.services.stages:
+                draft = stage.apply(draft, plan, self.services.tools, stats)
+        finally:
+            forget_texts()
         if not draft.assembled:
             raise ConfigError("pipeline.stages has no assemble stage: nothing would be written")
         output = list(draft.messages)

@@ -16,6 +16,7 @@ import threading
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -91,6 +92,16 @@ def compact_one(engine: ContextEngine | None, item: Conversation | Rejected | Re
         log.debug("traceback of %s", item.source, exc_info=True)
         return item, Failure(f"{type(error).__name__}: {error}"), 0.0
     return item, result, time.perf_counter() - started
+
+
+def compact_and_bill(replay: Any, engine: ContextEngine | None, item: Any) -> tuple:
+    """compact_one, plus the replayed bill of the conversation (computed where the compaction ran:
+    on a worker, not in the process that keeps the order and writes)."""
+    item, result, seconds = compact_one(engine, item)
+    bill = None
+    if replay is not None and isinstance(result, Compaction):
+        bill = replay_for_conversation(item.messages, result.counts, replay)
+    return item, result, seconds, bill
 
 
 def file_digest(path: Path) -> str:
@@ -173,7 +184,8 @@ class Executor:
         out_fmt, out_layout = self._output_format(fmt, layout)
         whole_file = "file:" + file_digest(input_file.path) if layout != CONVERSATION and self.state else None
         work = self._keyed(fmt.read(items, path, layout), rel, whole_file)
-        for item, result, seconds in self.runner.map(compact_one, work, needs_engine):
+        compact = partial(compact_and_bill, self.options.replay)
+        for item, result, seconds, bill in self.runner.map(compact, work, needs_engine):
             key = self.keys.popleft()
             if isinstance(item, Reused):
                 self._reuse(rel, key, item.found, sink)
@@ -182,7 +194,7 @@ class Executor:
             elif isinstance(result, Failure):
                 self._failed(rel, key, item, fmt, layout, f"compaction failed: {result.reason}")
             else:
-                self._written(rel, key, item, result, seconds, out_fmt, out_layout, sink, fmt, layout)
+                self._written(rel, key, item, result, seconds, bill, out_fmt, out_layout, sink, fmt, layout)
         return not self.cut_short
 
     def _keyed(self, items: Iterator, rel: str, whole_file: str | None) -> Iterator:
@@ -256,8 +268,8 @@ class Executor:
         self.state.seen(rel, key)
         self.totals.skipped_unchanged += 1
 
-    def _written(self, rel, key, item: Conversation, result: Compaction, seconds: float, out_fmt, out_layout,
-                 sink: FileSink, fmt, layout) -> None:
+    def _written(self, rel, key, item: Conversation, result: Compaction, seconds: float, bill: dict | None,
+                 out_fmt, out_layout, sink: FileSink, fmt, layout) -> None:
         try:
             data = b"".join(dumps(v) + b"\n" for v in out_fmt.write(replace(item, messages=result.messages),
                                                                         out_layout))
@@ -266,8 +278,8 @@ class Executor:
             self._failed(rel, key, item, fmt, layout, f"writing failed: {type(error).__name__}: {error}")
             return
         row = conversation_row(item, len(result.messages), result.outcome, seconds, self.options.engine_fallback)
-        if self.options.replay is not None:
-            row["replay"] = replay_for_conversation(item.messages, result.counts, self.options.replay)
+        if bill is not None:
+            row["replay"] = bill
         self._commit(rel, key, row["status"], data, row, None)
         checkpoint("committed")
         self._row(row)

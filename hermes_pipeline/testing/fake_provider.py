@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterable, Mapping
 from urllib.parse import urlsplit
 
-from hermes_pipeline.testing.fake_faults import (
+from hermes_pipeline.testing.fake_faults import (  # noqa: F401 - the constructors are re-exported
     ERROR_KINDS, Fault, as_fault, auth_error, context_length, empty, forbidden, hang, insufficient_quota, latency,
     overloaded, rate_limit, server_error, truncated,
 )
