@@ -37,7 +37,8 @@ from hermes_pipeline.testing.faults import checkpoint
 from hermes_pipeline.transcript import Conversation
 
 log = logging.getLogger(__name__)
-DETECT_WINDOW = 50   # records read ahead to find one that shows the format
+DETECT_WINDOW = 50          # records read ahead to find one that shows the format ...
+DETECT_BYTES = 4 << 20      # ... or fewer, once this much input is held: memory follows a conversation, not a file
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,11 @@ def compact_and_bill(replay: Any, engine: ContextEngine | None, item: Any) -> tu
     if replay is not None and isinstance(result, Compaction):
         bill = replay_for_conversation(item.messages, result.counts, replay)
     return item, result, seconds, bill
+
+
+def _drained(queue: deque) -> Iterator:
+    while queue:
+        yield queue.popleft()
 
 
 def file_digest(path: Path) -> str:
@@ -238,9 +244,15 @@ class Executor:
 
     def _detect(self, path: str, items):
         """The format and layout of a file, from its first records (one line may not tell)."""
-        head = list(itertools.islice(items, DETECT_WINDOW))
-        rest = itertools.chain(head, items)
+        head: deque = deque()
+        held = 0
+        for item in items:
+            head.append(item)
+            held += item.raw_size if isinstance(item, Record) else 0
+            if len(head) >= DETECT_WINDOW or held >= DETECT_BYTES:
+                break
         values = [i.value for i in head if isinstance(i, Record)]
+        rest = itertools.chain(_drained(head), items)   # each record let go as soon as it is passed on
         if self.options.input_format != "auto":
             fmt = get_format(self.options.input_format)
             layout = next(filter(None, map(fmt.detect, values)), None) or CONVERSATION
