@@ -1,0 +1,178 @@
+"""The run's one stream of work: every input file's records, in order, with markers between files.
+
+One stream across all files keeps the runner's workers busy whatever the
+files hold (a folder of one-conversation logs included). Each file is read,
+its format detected and its records keyed for the incremental state here, as
+the runner pulls; the executor gets the same items back in the same order and
+records them. Markers (FileStart, FileEnd, FileSkipped) need no engine, so the
+runner passes them through in place.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import threading
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from hermes_pipeline.formats import CONVERSATION, TranscriptFormat, detect_format_in, get_format
+from hermes_pipeline.inputs import InputFile
+from hermes_pipeline.jsonl import READ_CHUNK, Record, Rejected, read_records, reject
+from hermes_pipeline.output_tree import FileSink, OutputTree
+from hermes_pipeline.state import Item
+from hermes_pipeline.testing.faults import checkpoint
+from hermes_pipeline.transcript import Conversation
+
+DETECT_WINDOW = 50          # records read ahead to find one that shows the format ...
+DETECT_BYTES = 4 << 20      # ... or fewer, once this much input is held: memory follows a conversation, not a file
+UNKNOWN = "unknown transcript format (no record matched any known format)"
+
+
+@dataclass
+class FileWork:
+    """One input file on its way: what the executor needs to record its items."""
+    input_file: InputFile
+    rel: str
+    stat: os.stat_result
+    sink: FileSink | None = None
+    fmt: TranscriptFormat | None = None
+    layout: str = CONVERSATION
+    out_fmt: TranscriptFormat | None = None
+    out_layout: str = CONVERSATION
+    keys: deque = field(default_factory=deque)   # state keys of the items, in the order they come back
+    items: int = 0
+    retry_later: bool = False      # a conversation to try again next run: the file is never skipped whole
+    cut_short: bool = False        # a stop came before its last record
+    unchanged_items: int | None = None   # found as last written: nothing read
+
+
+@dataclass(frozen=True)
+class FileStart:
+    work: FileWork
+
+
+@dataclass(frozen=True)
+class FileEnd:
+    work: FileWork
+
+
+@dataclass(frozen=True)
+class FileSkipped:
+    work: FileWork
+
+
+@dataclass(frozen=True)
+class Reused:
+    """A conversation the output tree already holds, as it would be written again."""
+    found: Item
+
+
+def reusable(found: Item) -> bool:
+    """Done before and done well: failures and fallbacks from a configured model are tried again."""
+    row = found.manifest_row or {}
+    fell_back = bool(row.get("fallback")) and row.get("summarizer") == "extractive"
+    return found.status in ("compacted", "unchanged", "quarantined") and not fell_back
+
+
+def file_digest(path) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(READ_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def output_format(fmt: TranscriptFormat, layout: str, wanted: str) -> tuple[TranscriptFormat, str]:
+    if wanted not in ("same", fmt.name):
+        return get_format(wanted), CONVERSATION
+    if fmt.write_as:   # read-only logs are written in another format, one conversation per line
+        return get_format(fmt.write_as), CONVERSATION
+    return fmt, layout
+
+
+class WorkStream:
+    def __init__(self, inputs: list[InputFile], tree: OutputTree, options, stop: threading.Event, progress):
+        self.inputs, self.tree, self.state = inputs, tree, tree.state
+        self.options, self.stop, self.progress = options, stop, progress
+        self.open: list[FileWork] = []     # started here, not yet finished by the executor
+
+    def __iter__(self) -> Iterator:
+        for input_file in self.inputs:
+            if self.stop.is_set():
+                return
+            checkpoint("file")
+            work = FileWork(input_file, input_file.relative.as_posix(), input_file.path.stat())
+            if self.state is not None:
+                work.unchanged_items = self.state.file_unchanged(work.rel, work.stat,
+                                                                 self.tree.path_for(input_file.relative))
+                if work.unchanged_items is not None:    # size, mtime, config and output as last written
+                    self.progress.advance(work.stat.st_size)
+                    yield FileSkipped(work)
+                    continue
+            work.sink = self.tree.sink(input_file.relative)
+            self.open.append(work)
+            yield from self._file(work)
+
+    def _file(self, work: FileWork) -> Iterator:
+        path = str(work.input_file.path)
+        records = self._counted(read_records(path, self.options.max_record_bytes))
+        work.fmt, work.layout, records = self._detect(records)
+        yield FileStart(work)
+        if work.fmt is None:
+            yield from self._keyed(work, (i if isinstance(i, Rejected) else reject(i, UNKNOWN) for i in records))
+            if work.items == 0:
+                work.keys.append("empty")
+                work.items = 1
+                yield Rejected(path, 0, "empty file: no records")
+        else:
+            work.out_fmt, work.out_layout = output_format(work.fmt, work.layout, self.options.output_format)
+            whole_file = ("file:" + file_digest(work.input_file.path)
+                          if work.layout != CONVERSATION and self.state is not None else None)
+            yield from self._keyed(work, work.fmt.read(records, path, work.layout), whole_file)
+        yield FileEnd(work)
+
+    def _keyed(self, work: FileWork, items: Iterator, whole_file: str | None = None) -> Iterator:
+        """Items with their state keys queued; reused ones replaced; no new item once a stop is asked."""
+        occurrences: Counter = Counter()
+        for item in items:
+            if self.stop.is_set():
+                work.cut_short = True
+                return
+            key = whole_file if isinstance(item, Conversation) and whole_file else None
+            if key is None:
+                key = f"{item.digest}:{occurrences[item.digest]}"
+                occurrences[item.digest] += 1
+            work.keys.append(key)
+            work.items += 1
+            found = self.state.item(work.rel, key) if self.state is not None else None
+            yield Reused(found) if found is not None and reusable(found) else item
+
+    def _counted(self, items: Iterator[Record | Rejected]) -> Iterator[Record | Rejected]:
+        for item in items:
+            if isinstance(item, Record):
+                self.progress.advance(item.raw_size)
+            yield item
+
+    def _detect(self, items):
+        """The format and layout of a file, from its first records (one line may not tell)."""
+        head: deque = deque()
+        held = 0
+        for item in items:
+            head.append(item)
+            held += item.raw_size if isinstance(item, Record) else 0
+            if len(head) >= DETECT_WINDOW or held >= DETECT_BYTES:
+                break
+        values = [i.value for i in head if isinstance(i, Record)]
+        rest = itertools.chain(_drained(head), items)   # each record let go as soon as it is passed on
+        if self.options.input_format != "auto":
+            fmt = get_format(self.options.input_format)
+            return fmt, next(filter(None, map(fmt.detect, values)), None) or CONVERSATION, rest
+        found = detect_format_in(values)
+        return (found[0], found[1], rest) if found else (None, CONVERSATION, rest)
+
+
+def _drained(queue: deque) -> Iterator:
+    while queue:
+        yield queue.popleft()
