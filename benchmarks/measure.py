@@ -1,0 +1,191 @@
+"""Measuring child processes side by side, and the figures the report is made of.
+
+The machine is small and shared, so nothing here is an absolute speed: each
+figure is a ratio of runs made in the same bench run, paired (A then B, then
+B then A, ...) and summarised by the median of the per-pair ratios. Wall time,
+CPU time and peak RSS of a child come from os.wait4, which reports that child
+alone (plus the descendants it waited for), never earlier children.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench-data"          # git-ignored; generated inputs are cached here between runs
+WORK = DATA / "work"                # run folders and output trees of this bench run
+PY = sys.executable
+REPEATS = int(os.environ.get("HERMES_BENCH_REPEATS", "3"))
+
+
+@dataclass
+class Run:
+    wall: float          # seconds
+    cpu: float           # user + system seconds of the child and the descendants it waited for
+    rss_mib: float       # peak RSS of the largest single process among them
+    code: int
+    run_dir: Path | None = None
+
+    def summary(self) -> dict:
+        return json.loads((self.run_dir / "summary.json").read_text())
+
+
+def child(command: list[str], log: Path | None = None, ok: tuple[int, ...] = (0,), env: dict | None = None) -> Run:
+    """Run a command to completion; its wall, CPU and peak RSS."""
+    log = log or WORK / "last-child.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "wb") as out:
+        started = time.perf_counter()
+        proc = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, **(env or {})})
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+    proc.returncode = code = os.waitstatus_to_exitcode(status)
+    if code not in ok:
+        tail = log.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"exit {code}: {' '.join(map(str, command))}\n{tail}")
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code)
+
+
+def cli(run_dir: Path, *overrides: str, env: dict | None = None) -> Run:
+    """The real command line; exit 2 (something quarantined) is a normal outcome on real data."""
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    command = [PY, "-m", "hermes_pipeline", f"hydra.run.dir={run_dir}", "progress=none", "quiet=true", *overrides]
+    run = child(command, log=run_dir.parent / f"{run_dir.name}.log", ok=(0, 2), env=env)
+    run.run_dir = run_dir
+    return run
+
+
+def baseline(source: Path, target: Path) -> Run:
+    """Read, parse and re-write the same files with orjson, nothing else (benchmarks/baseline_copy.py)."""
+    if target.exists():
+        shutil.rmtree(target)
+    return child([PY, str(ROOT / "benchmarks" / "baseline_copy.py"), str(source), str(target)])
+
+
+def cli_command(*overrides: str) -> str:
+    """How to reproduce a measured run by hand."""
+    return ".venv/bin/hermes-pipeline " + " ".join(overrides)
+
+
+@dataclass
+class Pair:
+    """Runs of A and B made alternately; ratios are B over A, per pair, then the median."""
+    a: list[Run] = field(default_factory=list)
+    b: list[Run] = field(default_factory=list)
+
+    def ratio(self, what: str = "wall") -> float:
+        return statistics.median(getattr(y, what) / getattr(x, what) for x, y in zip(self.a, self.b))
+
+    def median(self, side: str, what: str = "wall") -> float:
+        return statistics.median(getattr(r, what) for r in getattr(self, side))
+
+    def describe(self) -> dict:
+        return {side: [{"wall": round(r.wall, 3), "cpu": round(r.cpu, 3), "rss_mib": round(r.rss_mib, 1)}
+                       for r in getattr(self, side)] for side in ("a", "b")}
+
+
+def paired(first: Callable[[int], Run], second: Callable[[int], Run], repeats: int = REPEATS) -> Pair:
+    pair = Pair()
+    for i in range(repeats):
+        if i % 2:        # alternate the order: a slow drift of the machine's load hits both sides
+            y = second(i)
+            x = first(i)
+        else:
+            x = first(i)
+            y = second(i)
+        pair.a.append(x)
+        pair.b.append(y)
+    return pair
+
+
+def median_run(run: Callable[[int], Run], repeats: int = REPEATS) -> Run:
+    runs = [run(i) for i in range(repeats)]
+    return Run(*(statistics.median(getattr(r, k) for r in runs) for k in ("wall", "cpu", "rss_mib")), 0)
+
+
+SPIN = "n=0\nfor i in range(6_000_000): n += i"
+
+
+def parallel_capacity(repeats: int = REPEATS) -> float:
+    """The speed-up two processes get on this machine right now: a fixed pure-Python loop done twice,
+    one after the other, against both copies at once. Other work on the machine lowers it (2.0 when idle)."""
+    def serial(_):
+        started = time.perf_counter()
+        for _ in range(2):
+            subprocess.run([PY, "-c", SPIN], check=True)
+        return Run(time.perf_counter() - started, 0, 0, 0)
+
+    def together(_):
+        started = time.perf_counter()
+        procs = [subprocess.Popen([PY, "-c", SPIN]) for _ in range(2)]
+        for proc in procs:
+            proc.wait()
+        return Run(time.perf_counter() - started, 0, 0, 0)
+    return 1 / paired(serial, together, repeats).ratio()
+
+
+# -- figures -----------------------------------------------------------------------------------
+
+def figure(area: str, name: str, value, target: tuple[str, float] | None = None,
+           stretch: tuple[str, float] | None = None, unit: str = "", note: str = "") -> dict:
+    """One row of the report; `met` is None when the issue sets no target for it."""
+    def holds(bound):
+        if bound is None or value is None:
+            return None
+        op, limit = bound
+        return {"<=": value <= limit, ">=": value >= limit, "=": value == limit}[op]
+    rounded = round(value, 4) if isinstance(value, float) else value
+    return {"area": area, "figure": name, "value": rounded, "unit": unit,
+            "target": f"{target[0]} {target[1]:g}" if target else None, "met": holds(target),
+            "stretch": f"{stretch[0]} {stretch[1]:g}" if stretch else None, "stretch_met": holds(stretch),
+            "note": note}
+
+
+def fresh(folder: Path) -> Path:
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """A hard link (no bytes copied, same size and mtime) where the file system allows it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def cached(path: Path, build: Callable[[Path], None], recipe: str) -> Path:
+    """Generated input kept between bench runs; rebuilt when its recipe changes or it is half-written."""
+    stamp = path.with_name(path.name + ".recipe")
+    if path.exists() and stamp.exists() and stamp.read_text() == recipe:
+        return path
+    partial = path.with_name(path.name + ".partial")
+    for old in (path, partial):
+        if old.is_dir():
+            shutil.rmtree(old)
+        elif old.exists():
+            old.unlink()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    build(partial)
+    partial.rename(path)
+    stamp.write_text(recipe)
+    print(f"  generated {path.relative_to(ROOT)} in {time.perf_counter() - started:.1f} s", flush=True)
+    return path
+
+
+def size_of(source: Path) -> int:
+    return source.stat().st_size if source.is_file() else sum(p.stat().st_size for p in source.rglob("*.jsonl"))
