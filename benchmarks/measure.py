@@ -86,6 +86,13 @@ class Pair:
     def ratio(self, what: str = "wall") -> float:
         return statistics.median(getattr(y, what) / getattr(x, what) for x, y in zip(self.a, self.b))
 
+    def best_ratio(self, what: str = "wall") -> float:
+        """The least B over the least A: best of N on each side."""
+        return min(getattr(r, what) for r in self.b) / min(getattr(r, what) for r in self.a)
+
+    def best(self, side: str, what: str = "wall") -> float:
+        return min(getattr(r, what) for r in getattr(self, side))
+
     def median(self, side: str, what: str = "wall") -> float:
         return statistics.median(getattr(r, what) for r in getattr(self, side))
 
@@ -116,22 +123,29 @@ def median_run(run: Callable[[int], Run], repeats: int = REPEATS) -> Run:
 SPIN = "n=0\nfor i in range(6_000_000): n += i"
 
 
-def parallel_capacity(repeats: int = REPEATS) -> float:
-    """The speed-up two processes get on this machine right now: a fixed pure-Python loop done twice,
-    one after the other, against both copies at once. Other work on the machine lowers it (2.0 when idle)."""
-    def serial(_):
-        started = time.perf_counter()
+def _spins(together: bool) -> Run:
+    """A fixed pure-Python loop done twice: one copy after the other, or both copies at once."""
+    started = time.perf_counter()
+    if together:
+        for proc in [subprocess.Popen([PY, "-c", SPIN]) for _ in range(2)]:
+            proc.wait()
+    else:
         for _ in range(2):
             subprocess.run([PY, "-c", SPIN], check=True)
-        return Run(time.perf_counter() - started, 0, 0, 0)
+    return Run(time.perf_counter() - started, 0, 0, 0)
 
-    def together(_):
-        started = time.perf_counter()
-        procs = [subprocess.Popen([PY, "-c", SPIN]) for _ in range(2)]
-        for proc in procs:
-            proc.wait()
-        return Run(time.perf_counter() - started, 0, 0, 0)
-    return 1 / paired(serial, together, repeats).ratio()
+
+def parallel_paired(one: Callable[[int], Run], two: Callable[[int], Run],
+                    repeats: int = REPEATS + 2) -> tuple[Pair, Pair]:
+    """Runs with one and with two workers, each pair next to a sample of what two processes can gain on
+    this machine right now (other work on it comes and goes). Speed-ups are best of N on each side:
+    other load only ever slows a run down. Returns (the runs, the capacity samples)."""
+    capacity = Pair()
+    def first(i):
+        capacity.a.append(_spins(False))
+        capacity.b.append(_spins(True))
+        return one(i)
+    return paired(first, two, repeats), capacity
 
 
 # -- figures -----------------------------------------------------------------------------------

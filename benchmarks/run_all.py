@@ -106,10 +106,11 @@ def token_figures() -> tuple[list[dict], dict]:
     for group, label in (("corpus", "shared corpus"), ("long", "long sessions")):
         entry = found["estimate"].get(group)
         if entry:
-            rows.append(figure("tokens", f"estimate error of a conversation total (abs), {label}: median", entry["median"],
-                               None, None, "share", f"{entry['conversations']} conversations; p95 {entry['p95']:.4f}"))
-            rows.append(figure("tokens", f"estimate error of a conversation total (abs), {label}: max", entry["max"],
-                               ("<=", 0.02), None, "share", "target: the README's 'within 2% of every total'"))
+            name = f"estimate error of a conversation total (abs), {label}"
+            rows.append(figure("tokens", f"{name}: median", entry["median"], None, None, "share",
+                               f"{entry['conversations']} conversations; p95 {entry['p95']:.4f}"))
+            rows.append(figure("tokens", f"{name}: max", entry["max"], ("<=", 0.02), None, "share",
+                               "target: the README's 'within 2% of every total'"))
     differing = sum(v["differing"] for v in found["identity"].values())
     texts = sum(v["texts"] for v in found["identity"].values())
     rows.append(figure("tokens", "exact counter vs tiktoken: texts counted differently", differing, ("=", 0), None,
