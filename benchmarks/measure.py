@@ -3,8 +3,8 @@
 The machine is small and shared, so nothing here is an absolute speed: each
 figure is a ratio of runs made in the same bench run, paired (A then B, then
 B then A, ...) and summarised by the median of the per-pair ratios. Wall time,
-CPU time and peak RSS of a child come from os.wait4, which reports that child
-alone (plus the descendants it waited for), never earlier children.
+CPU time and peak RSS of a child come from os.wait4 in a small launcher
+process, which reports that child alone (plus the descendants it waited for).
 """
 from __future__ import annotations
 
@@ -38,21 +38,31 @@ class Run:
         return json.loads((self.run_dir / "summary.json").read_text())
 
 
+# A child's ru_maxrss starts at its parent's peak RSS (Linux keeps the old image's high-water mark
+# across fork and exec), and this process grows (it generates inputs). So every command is started
+# by a fresh, small Python that waits for it and reports its usage: the command's own figures.
+_LAUNCHER = """
+import json, os, subprocess, sys, time
+with open(sys.argv[1], "wb") as out:
+    started = time.perf_counter()
+    proc = subprocess.Popen(sys.argv[2:], stdout=out, stderr=subprocess.STDOUT)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+print(json.dumps([wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status)]))
+"""
+
+
 def child(command: list[str], log: Path | None = None, ok: tuple[int, ...] = (0,), env: dict | None = None) -> Run:
-    """Run a command to completion; its wall, CPU and peak RSS."""
+    """Run a command to completion; its wall, CPU (with the descendants it waited for) and peak RSS."""
     log = log or WORK / "last-child.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "wb") as out:
-        started = time.perf_counter()
-        proc = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, **(env or {})})
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - started
-    proc.returncode = code = os.waitstatus_to_exitcode(status)
+    found = subprocess.run([PY, "-c", _LAUNCHER, str(log), *map(str, command)], cwd=ROOT, check=True,
+                           capture_output=True, text=True, env={**os.environ, **(env or {})})
+    wall, cpu, rss_kib, code = json.loads(found.stdout)
     if code not in ok:
         tail = log.read_text(errors="replace")[-3000:]
         raise RuntimeError(f"exit {code}: {' '.join(map(str, command))}\n{tail}")
-    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code)
+    return Run(wall, cpu, rss_kib / 1024, code)
 
 
 def cli(run_dir: Path, *overrides: str, env: dict | None = None) -> Run:
