@@ -8,8 +8,8 @@
   stretch <= 3); the same without fixed start-up costs: (CLI - CLI on a
   one-line file) / (baseline - baseline on the one-line file);
 - peak RSS on the same input twice over (target ratio <= 1.1);
-- runner.processes=2 against 1, next to what two processes can gain on this
-  machine right now, sampled beside each pair (measure.parallel_paired);
+- runner.processes=2 against 1, in pairs made while the shared machine
+  really had two cores to give (measure.parallel_paired);
 - the same on the real long sessions at model.context_length=16000, and on
   tau-bench (many short conversations) for reference.
 """
@@ -81,14 +81,15 @@ def memory(label: str, once: list[Run], doubled: Path, overrides: list[str], wor
 
 def processes(label: str, source: Path, overrides: list[str], work: Path):
     slug = label.split()[0]
-    pair, capacity = parallel_paired(
+    pair, capacity, made = parallel_paired(
         lambda i: cli(work / f"{slug}-p1-{i}", f"input={source}", *overrides),
         lambda i: cli(work / f"{slug}-p2-{i}", f"input={source}", "runner.processes=2", *overrides))
     speedup, machine = 1 / pair.best_ratio("wall"), 1 / capacity.best_ratio("wall")
     return [figure(AREA, f"{label}: runner.processes=2 speed-up over 1, wall", speedup, None, None, "x",
-                   f"best of {len(pair.a)}: {pair.best('a'):.2f} s -> {pair.best('b'):.2f} s (median of pairs "
-                   f"x{1 / pair.ratio('wall'):.2f}); two processes of plain Python gained x{machine:.2f} beside "
-                   f"them (2 cores, shared); CPU x{pair.ratio('cpu'):.2f} (processes=2 over 1)")], \
+                   f"best of the {len(pair.a)} quiet pairs of {made}: {pair.best('a'):.2f} s -> "
+                   f"{pair.best('b'):.2f} s (median of those pairs x{1 / pair.ratio('wall'):.2f}); two processes of "
+                   f"plain Python gained x{machine:.2f} beside them at best (2 cores, shared); CPU "
+                   f"x{pair.ratio('cpu'):.2f} (processes=2 over 1)")], \
         {"pairs": pair.describe(), "capacity": capacity.describe()}
 
 

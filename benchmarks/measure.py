@@ -145,17 +145,36 @@ def _spins(together: bool) -> Run:
     return Run(time.perf_counter() - started, 0, 0, 0)
 
 
-def parallel_paired(one: Callable[[int], Run], two: Callable[[int], Run],
-                    repeats: int = REPEATS + 2) -> tuple[Pair, Pair]:
-    """Runs with one and with two workers, each pair next to a sample of what two processes can gain on
-    this machine right now (other work on it comes and goes). Speed-ups are best of N on each side:
-    other load only ever slows a run down. Returns (the runs, the capacity samples)."""
-    capacity = Pair()
-    def first(i):
+QUIET = 1.6     # a pair counts when two processes of plain Python gained at least this much beside it
+
+
+def parallel_paired(one: Callable[[int], Run], two: Callable[[int], Run], want: int = REPEATS,
+                    most: int = REPEATS + 5) -> tuple[Pair, Pair, int]:
+    """Runs with one and with two workers, each pair next to a sample of what two processes gain on this
+    machine right now: other work on it comes and goes, and a pair made while it held a core says
+    nothing about the runner. Pairs are made until `want` were quiet (or `most` were made); speed-ups
+    are then best of N on each side over the quiet pairs (all pairs if none was).
+    Returns (the runs, the capacity samples, how many pairs were made)."""
+    pair, capacity = Pair(), Pair()
+    made = 0
+    while made < most and len(_quiet(capacity)) < want:
         capacity.a.append(_spins(False))
         capacity.b.append(_spins(True))
-        return one(i)
-    return paired(first, two, repeats), capacity
+        if made % 2:
+            pair.b.append(two(made))
+            pair.a.append(one(made))
+        else:
+            pair.a.append(one(made))
+            pair.b.append(two(made))
+        made += 1
+    quiet = _quiet(capacity) or list(range(made))
+    pick = lambda p: Pair([p.a[i] for i in quiet], [p.b[i] for i in quiet])
+    return pick(pair), pick(capacity), made
+
+
+def _quiet(capacity: Pair) -> list[int]:
+    """Pairs beside which two processes gained at least QUIET (serial time / time together)."""
+    return [i for i, (x, y) in enumerate(zip(capacity.a, capacity.b)) if x.wall / y.wall >= QUIET]
 
 
 # -- figures -----------------------------------------------------------------------------------
