@@ -6,9 +6,14 @@ import orjson
 
 source, target = Path(sys.argv[1]), Path(sys.argv[2])
 target.mkdir(parents=True, exist_ok=True)
-files = [source] if source.is_file() else sorted(source.rglob("*.jsonl"))
-for path in files:
-    with open(path, "rb") as reader, open(target / path.name, "wb") as writer:
+files = [(source, Path(source.name))] if source.is_file() else [
+    (p, p.relative_to(source)) for p in sorted(source.rglob("*.jsonl"))]
+for path, relative in files:
+    (target / relative).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "rb") as reader, open(target / relative, "wb") as writer:
         for line in reader:
             if line.strip():
-                writer.write(orjson.dumps(orjson.loads(line)) + b"\n")
+                try:
+                    writer.write(orjson.dumps(orjson.loads(line)) + b"\n")
+                except orjson.JSONDecodeError:     # real archives hold broken lines: copied as they are
+                    writer.write(line)

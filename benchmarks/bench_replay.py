@@ -1,6 +1,6 @@
 """Replay cost model: its time against the compaction of the same sessions, and linear growth.
 
-    .venv/bin/python -m benchmarks.bench_replay
+    .venv/bin/python -m benchmarks.bench_replay [--json out.json]
 
 On the long sessions (shared/long-sessions, or HERMES_LONG_SESSIONS) each
 conversation is compacted by the engine built from the default config at
@@ -12,6 +12,8 @@ replay of the session (target <= 2.2).
 """
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -43,7 +45,10 @@ def conversations(path: Path):
     return [c for c in fmt.read(iter(items), str(path), layout) if hasattr(c, "messages")]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args(argv)
     files = sorted(LONG.rglob("*.jsonl"))
     if not files:
         sys.exit(f"no long sessions under {LONG} (set HERMES_LONG_SESSIONS)")
@@ -65,6 +70,8 @@ def main() -> None:
             if longest is None or len(conv.messages) > len(longest[0]):
                 longest = (conv.messages, compaction.counts)
     print(f"replay / compaction, all sessions: {total_replay / total_compact:.3f} (target <= 0.5)")
+    figures = {"sessions": len(files), "compact_cpu_s": total_compact, "replay_cpu_s": total_replay,
+               "replay_over_compaction": total_replay / total_compact}
     messages, counts = longest
     # twice as long: the same session once more after itself
     double = (messages + messages, counts + counts)
@@ -73,11 +80,15 @@ def main() -> None:
     work = [replay(m, c, None, settings).configured.work for m, c in ((messages, counts), double)]
     print(f"linear growth: {len(messages)} -> {len(double[0])} messages: replay time x{two / one:.2f} "
           f"(target <= 2.2), messages looked at x{work[1] / work[0]:.2f}")
+    figures.update(messages=len(messages), growth_x2=two / one, work_x2=work[1] / work[0])
     for times in (4, 8):
         longer = (messages * times, counts * times)
         seconds = best_of(lambda: replay(*longer, None, settings))
         print(f"               {len(messages)} -> {len(longer[0])} messages: replay time x{seconds / one:.2f} "
               f"(linear: {times})")
+        figures[f"growth_x{times}"] = seconds / one
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
 
 
 if __name__ == "__main__":

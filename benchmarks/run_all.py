@@ -1,78 +1,34 @@
-"""`make bench`: throughput, memory and retention, each against a baseline run alongside.
+"""`make bench`: every figure the open issues ask for, each against its target, in one report.
 
-Machines here are noisy, so every figure is a ratio against something measured
-in the same run: compaction time against reading, parsing and re-writing the
-same files; peak memory on a 3x larger input against the smaller one.
+    .venv/bin/python -m benchmarks.run_all [--only speed,nightly,quality,retention,replay,tokens] [--repeats N]
+
+Machines here are small and shared, so every figure is a ratio against
+something measured in the same run (see benchmarks/measure.py). Generated
+inputs are cached in bench-data/; the report is printed at the end and
+written to bench-data/bench-report.md and bench-data/bench-report.json.
+Each area also runs on its own: python -m benchmarks.bench_speed, bench_nightly,
+bench_quality, bench_replay, token_study.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import resource
+import platform
 import subprocess
 import sys
-import tempfile
 import time
+import traceback
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-TAU = Path(os.environ.get("HERMES_CORPUS", ROOT.parent / "shared" / "corpus")) / "tau-bench" / "gpt-4o-airline.jsonl"
-DATA = ROOT / "bench-data"
-
-
-def timed(command: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of a child process."""
-    started = time.perf_counter()
-    subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-
-
-def peak_rss(command: list[str]) -> int:
-    """Peak RSS (KiB) of one child, measured by a wrapper so earlier children don't count."""
-    wrapper = ("import resource,subprocess,sys; subprocess.run(sys.argv[1:],check=True,"
-               "stdout=subprocess.DEVNULL,stderr=subprocess.DEVNULL); "
-               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-    out = subprocess.run([sys.executable, "-c", wrapper, *command], check=True, cwd=ROOT,
-                         capture_output=True, text=True)
-    return int(out.stdout.strip())
-
-
-def compact_command(source: Path, run_dir: Path, *overrides: str) -> list[str]:
-    return [sys.executable, "-m", "hermes_pipeline", f"input={source}", f"hydra.run.dir={run_dir}",
-            "progress=none", *overrides]
-
-
-def throughput(name: str, source: Path, overrides: list[str], work: Path, repeats: int = 3) -> dict:
-    slug = "".join(ch if ch.isalnum() else "-" for ch in name)[:40]
-    size = source.stat().st_size if source.is_file() else sum(p.stat().st_size for p in source.rglob("*.jsonl"))
-    base = min(timed([sys.executable, str(ROOT / "benchmarks" / "baseline_copy.py"), str(source),
-                      str(work / f"copy-{slug}-{i}")])[0] for i in range(repeats))
-    runs = []
-    for i in range(repeats):
-        seconds, _ = timed(compact_command(source, work / f"run-{slug}-{i}", *overrides))
-        runs.append(seconds)
-    summary = json.loads((work / f"run-{slug}-0" / "summary.json").read_text())
-    best = min(runs)
-    conversations = summary["conversations"]
-    return {
-        "input": name, "megabytes": round(size / 1e6, 2), "conversations": conversations,
-        "compacted": summary["statuses"]["compacted"],
-        "compact_seconds": round(best, 2), "baseline_seconds": round(base, 2),
-        "ratio_vs_baseline": round(best / base, 2),
-        "MB_per_s": round(size / 1e6 / best, 2), "conversations_per_s": round(conversations / best, 1),
-        "baseline_MB_per_s": round(size / 1e6 / base, 2),
-        "token_ratio": summary["token_ratio"],
-    }
-
-
-def generate(count: int, path: Path) -> None:
-    from tests.helpers.synth import write_sessions
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_sessions(path, range(1000, 1000 + count))
+AREAS = ("speed", "nightly", "quality", "retention", "replay", "tokens")
+QUALITY_TARGETS = {"files_written": ("files created/edited", 0.95), "user_turns": ("user turns", 0.98),
+                   "errors": ("last errors", 0.80), "identifiers": ("identifiers", 0.80),
+                   "files_read": ("files read", None), "errors_open": ("errors still open", None)}
 
 
 def retention(seeds=range(1, 21)) -> dict:
+    """Planted facts of synthetic sessions (tests/helpers/synth.py) still in the compacted conversation."""
     from tests.helpers.builders import engine_for
     from tests.helpers.synth import make_session
     from tests.helpers.validity import contains
@@ -91,32 +47,154 @@ def retention(seeds=range(1, 21)) -> dict:
             "mean_tokens_after_over_before": round(sum(ratios) / len(ratios), 3)}
 
 
-def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        large = DATA / "synth-60.jsonl"
-        generate(60, large)
-        results = {
-            "throughput": [
-                throughput("tau-bench (defaults: nothing over 100K)", TAU, [], work),
-                throughput("tau-bench (context 4000, most compact)", TAU,
-                           ["model.context_length=4000", "compression.protect_last_n=4"], work),
-                throughput("synthetic 60 x ~130K-token sessions", large, [], work, repeats=2),
-                throughput("same, runner.processes=2", large, ["runner.processes=2"], work, repeats=2),
-            ],
-        }
-        # Memory must follow the largest conversation, not the input: the same 60
-        # sessions twice over (twice the bytes, same largest conversation).
-        doubled = work / "synth-60-twice.jsonl"
-        doubled.write_bytes(large.read_bytes() * 2)
-        rss_once = peak_rss(compact_command(large, work / "rss-once"))
-        rss_twice = peak_rss(compact_command(doubled, work / "rss-twice"))
-        results["memory"] = {"peak_rss_MiB_60_sessions": round(rss_once / 1024, 1),
-                             "peak_rss_MiB_same_120_sessions": round(rss_twice / 1024, 1),
-                             "ratio_twice_the_input": round(rss_twice / rss_once, 3)}
-        results["retention"] = retention()
-    print(json.dumps(results, indent=2))
+def module_json(module: str, *args: str) -> dict:
+    """Run `python -m benchmarks.<module> ... --json FILE`; its printed output goes to a log beside the report."""
+    from benchmarks.measure import DATA
+    logs = DATA / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    out = logs / f"{module}.json"
+    with open(logs / f"{module}.log", "wb") as log:
+        subprocess.run([sys.executable, "-m", f"benchmarks.{module}", *args, "--json", str(out)], check=True,
+                       stdout=log, stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parent.parent)
+    return json.loads(out.read_text())
+
+
+def quality_figures() -> tuple[list[dict], dict]:
+    from benchmarks.bench_quality import shared_files
+    from benchmarks.measure import figure
+    found = module_json("bench_quality", "--context", "16000")
+    compacted = sum(row["compacted"] for row in found["files"])
+    scanned = len(shared_files())
+    rows = []
+    for kind, (name, floor) in QUALITY_TARGETS.items():
+        entry = found["overall"].get(kind, {"kept": 0, "total": 0})
+        share = entry["kept"] / entry["total"] if entry["total"] else None
+        rows.append(figure("quality", f"shared files @16K: {name} kept", share, (">=", floor) if floor else None,
+                           None, "share", f"{entry['kept']}/{entry['total']} over {compacted} compacted "
+                           f"conversations in {len(found['files'])} of the {scanned} files (the rest stay under the "
+                           "threshold)"))
+    rows.append(figure("quality", "shared files @16K: summaries over their token budget", len(found["over_budget"]),
+                       None, None, "", "; ".join(map(str, found["over_budget"][:3]))))
+    return rows, found
+
+
+def retention_figures() -> tuple[list[dict], dict]:
+    from benchmarks.measure import figure
+    found = retention()
+    return [figure("quality", "synthetic planted facts kept", found["retention"], (">=", 0.95), None, "share",
+                   f"{found['kept']}/{found['facts']} facts of {found['sessions']} sessions; tokens after/before "
+                   f"{found['mean_tokens_after_over_before']}")], found
+
+
+def replay_figures() -> tuple[list[dict], dict]:
+    from benchmarks.measure import figure
+    found = module_json("bench_replay")
+    return [
+        figure("replay", "replay / compaction, CPU", found["replay_over_compaction"], ("<=", 0.5), None, "x",
+               f"{found['sessions']} real long sessions @16K, best of 9 each"),
+        figure("replay", "replay time, session twice as long / once", found["growth_x2"], ("<=", 2.2), None, "x",
+               f"{found['messages']} -> {2 * found['messages']} messages; messages looked at x{found['work_x2']:.2f}"),
+        figure("replay", "replay time, 4x / 8x as long", f"{found['growth_x4']:.2f} / {found['growth_x8']:.2f}",
+               None, None, "x", "linear: 4 / 8"),
+    ], found
+
+
+def token_figures() -> tuple[list[dict], dict]:
+    from benchmarks.measure import figure
+    found = module_json("token_study", "--skip-speed", "--synth", "0")
+    rows = []
+    for group, label in (("corpus", "shared corpus"), ("long", "long sessions")):
+        entry = found["estimate"].get(group)
+        if entry:
+            name = f"estimate error of a conversation total (abs), {label}"
+            rows.append(figure("tokens", f"{name}: median", entry["median"], None, None, "share",
+                               f"{entry['conversations']} conversations; p95 {entry['p95']:.4f}"))
+            rows.append(figure("tokens", f"{name}: max", entry["max"], ("<=", 0.02), None, "share",
+                               "target: the README's 'within 2% of every total'"))
+    differing = sum(v["differing"] for v in found["identity"].values())
+    texts = sum(v["texts"] for v in found["identity"].values())
+    rows.append(figure("tokens", "exact counter vs tiktoken: texts counted differently", differing, ("=", 0), None,
+                       "", f"{texts} texts of the shared files"))
+    return rows, found
+
+
+def speed_figures():
+    from benchmarks import bench_speed
+    return bench_speed.figures()
+
+
+def nightly_figures():
+    from benchmarks import bench_nightly
+    return bench_nightly.figures()
+
+
+STEPS = {"speed": speed_figures, "nightly": nightly_figures, "quality": quality_figures,
+         "retention": retention_figures, "replay": replay_figures, "tokens": token_figures}
+
+
+def markdown(rows: list[dict], meta: dict, raw: dict) -> str:
+    mark = {True: "met", False: "**NOT MET**", None: "—"}
+    lines = [f"# hermes-pipeline bench report ({meta['finished']})", "",
+             f"Total {meta['total_seconds']:.0f} s on {meta['machine']}; load average {meta['load_start']} at the "
+             f"start, {meta['load_end']} at the end. Ratios are medians of paired runs made here; "
+             f"{meta['repeats']} pairs unless said.", "",
+             "| area | figure | value | target | met | stretch | note |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        value = f"{r['value']}{' ' + r['unit'] if r['unit'] else ''}"
+        stretch = f"{r['stretch']} ({mark[r['stretch_met']]})" if r["stretch"] else ""
+        note, name = (str(text).replace("|", "\\|") for text in (r["note"], r["figure"]))
+        lines.append(f"| {r['area']} | {name} | {value} | {r['target'] or ''} | {mark[r['met']]} | "
+                     f"{stretch} | {note} |")
+    quality = raw.get("quality")
+    if quality:
+        kinds = list(QUALITY_TARGETS)
+        lines += ["", "Quality per file (kept/total) at model.context_length=16000:", "",
+                  "| file | compacted | " + " | ".join(kinds) + " |", "|---" * (len(kinds) + 2) + "|"]
+        for row in quality["files"]:
+            cells = [f"{row[k]['kept']}/{row[k]['total']}" if k in row else "" for k in kinds]
+            lines.append(f"| {Path(row['file']).name} | {row['compacted']} | " + " | ".join(cells) + " |")
+    for name, error in meta["errors"].items():
+        lines += ["", f"**{name} failed:**", "```", error, "```"]
+    met = [r["met"] for r in rows if r["met"] is not None]
+    lines += ["", f"{sum(met)} of {len(met)} targets met."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(AREAS), help="comma-separated areas: " + ", ".join(AREAS))
+    parser.add_argument("--repeats", type=int, help="pairs per ratio (default 3, or HERMES_BENCH_REPEATS)")
+    args = parser.parse_args(argv)
+    if args.repeats:
+        os.environ["HERMES_BENCH_REPEATS"] = str(args.repeats)   # read by benchmarks.measure on import
+    from benchmarks.measure import DATA, REPEATS
+    started, load_start = time.perf_counter(), os.getloadavg()
+    rows, raw, errors, seconds = [], {}, {}, {}
+    for area in args.only.split(","):
+        print(f"[bench] {area} ...", flush=True)
+        step = time.perf_counter()
+        try:
+            found, raw[area] = STEPS[area]()
+            rows += found
+        except Exception:      # one broken area still leaves a report of the others
+            errors[area] = traceback.format_exc()[-4000:]
+            print(errors[area], file=sys.stderr)
+        seconds[area] = round(time.perf_counter() - step, 1)
+        print(f"[bench] {area} done in {seconds[area]} s", flush=True)
+    meta = {"finished": time.strftime("%Y-%m-%d %H:%M:%S"), "total_seconds": time.perf_counter() - started,
+            "seconds_per_area": seconds, "repeats": REPEATS, "errors": errors,
+            "machine": f"{os.cpu_count()} CPUs, {platform.python_implementation()} {platform.python_version()}",
+            "load_start": " ".join(f"{x:.1f}" for x in load_start),
+            "load_end": " ".join(f"{x:.1f}" for x in os.getloadavg())}
+    report = markdown(rows, meta, raw)
+    DATA.mkdir(exist_ok=True)
+    (DATA / "bench-report.md").write_text(report)
+    (DATA / "bench-report.json").write_text(json.dumps({"meta": meta, "figures": rows, "details": raw}, indent=2,
+                                                       default=str))
+    print("\n" + report)
+    print(f"written to {DATA / 'bench-report.md'} and bench-report.json (per-run details, per-file quality)")
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

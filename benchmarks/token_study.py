@@ -1,6 +1,6 @@
 """Token counting study: exact counters compared, estimate errors measured, rates refitted.
 
-    python -m benchmarks.token_study [--synth N] [--fit]
+    python -m benchmarks.token_study [--synth N] [--fit] [--skip-speed] [--json out.json]
 
 - identity: bpe-openai's counter against tiktoken's encode_ordinary on every
   text the counter sees (message parts) and every string of every line of the
@@ -17,6 +17,7 @@ Times are CPU seconds (best of 3): machines here are shared and noisy.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 from pathlib import Path
@@ -80,14 +81,17 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def identity(groups, strings) -> None:
+def identity(groups, strings) -> dict:
     reference = encoding().encode_ordinary
     counter = TokenCounter(cache=False)
     sets = {f"{g} message texts": [t for conv in convs for m in conv for t in _parts(m)[0]] for g, convs in groups.items()}
     sets["string leaves of every shared line"] = strings
+    found = {}
     for name, texts in sets.items():
         wrong = sum(counter.count_text(t) != len(reference(t)) for t in texts)
         print(f"identity  {name:40s} {len(texts):7d} texts {sum(map(len, texts)):10d} chars  differing: {wrong}")
+        found[name] = {"texts": len(texts), "differing": wrong}
+    return found
 
 
 def speed(groups) -> None:
@@ -110,9 +114,10 @@ def speed(groups) -> None:
         print(f"speed     {name:42s} {seconds:6.3f} s cpu  {chars / seconds / 1e6:7.1f} Mchar/s  x{base / seconds:5.2f}")
 
 
-def estimate_errors(groups) -> None:
+def estimate_errors(groups) -> dict:
+    """|estimate - exact| / exact of conversation totals per group, and of single messages."""
     counter = TokenCounter()
-    message_errors, big_ratios = [], []
+    message_errors, big_ratios, found = [], [], {}
     for group, convs in groups.items():
         errors = []
         for conv in convs:
@@ -124,11 +129,16 @@ def estimate_errors(groups) -> None:
                 if x >= 200:
                     big_ratios.append(x / e)
         if errors:
+            found[group] = {"conversations": len(errors), "median": statistics.median(errors),
+                            "p95": percentile(errors, .95), "max": max(errors)}
             print(f"estimate  {group:6s} {len(errors):4d} conversations: |error| of the total median {statistics.median(errors):.4f} "
                   f"p95 {percentile(errors, .95):.4f} max {max(errors):.4f}")
     print(f"estimate  messages: |error| median {statistics.median(message_errors):.4f} p95 {percentile(message_errors, .95):.4f} "
           f"max {max(message_errors):.4f}; messages >= 200 tokens: exact/estimate in "
           f"[{min(big_ratios):.3f}, {max(big_ratios):.3f}]")
+    found["messages"] = {"median": statistics.median(message_errors), "p95": percentile(message_errors, .95),
+                         "max": max(message_errors)}
+    return found
 
 
 def fit(groups) -> None:
@@ -174,12 +184,15 @@ def main() -> None:
     parser.add_argument("--synth", type=int, default=40, help="synthetic sessions to add (default 40)")
     parser.add_argument("--fit", action="store_true", help="refit the estimate's rates (numpy + scipy)")
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--json", type=Path, help="write the identity and estimate figures here")
     args = parser.parse_args()
     groups, strings = load(args.synth)
-    identity(groups, strings)
+    figures = {"identity": identity(groups, strings)}
     if not args.skip_speed:
         speed(groups)
-    estimate_errors(groups)
+    figures["estimate"] = estimate_errors(groups)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
     if args.fit:
         fit(groups)
 

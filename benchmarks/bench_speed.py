@@ -1,0 +1,141 @@
+"""Speed and memory of the CLI on long sessions (issue "long sessions within 10x of reading and writing them").
+
+    .venv/bin/python -m benchmarks.bench_speed
+
+- the long-session benchmark: 40 synthetic sessions of ~130K tokens, default
+  config, one process: CLI time / the read + parse + re-write baseline
+  (benchmarks/baseline_copy.py), paired runs, median ratio (target <= 10,
+  stretch <= 3); the same without fixed start-up costs: (CLI - CLI on a
+  one-line file) / (baseline - baseline on the one-line file);
+- peak RSS on the same input twice over (target ratio <= 1.1);
+- runner.processes=2 against 1, in pairs made while the shared machine
+  really had two cores to give (measure.parallel_paired);
+- the same on the real long sessions at model.context_length=16000, and on
+  tau-bench (many short conversations) for reference.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from benchmarks import datasets
+from benchmarks.measure import (
+    REPEATS, WORK, Run, baseline, cli, cli_command, figure, fresh, median_run, paired, parallel_paired, size_of,
+)
+from tests.helpers.env import CORPUS, LONG_SESSIONS
+
+AREA = "speed"
+
+
+def startup(work: Path) -> dict:
+    """Fixed costs: the CLI and the baseline on a one-line file (start-up, imports, config, run folder)."""
+    tiny = work / "one-line.jsonl"
+    tiny.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n")
+    cli_run = median_run(lambda i: cli(work / f"tiny-{i}", f"input={tiny}"), max(REPEATS, 5))
+    base_run = median_run(lambda i: baseline(tiny, work / f"tiny-copy-{i}"), max(REPEATS, 5))
+    return {"cli": cli_run, "baseline": base_run}
+
+
+def against_baseline(label: str, source: Path, overrides: list[str], work: Path, fixed: dict,
+                     targets: bool) -> tuple[list[dict], dict]:
+    """CLI compaction of `source` against the baseline on the same files, paired."""
+    slug = label.split()[0]
+    pair = paired(lambda i: baseline(source, work / f"{slug}-copy-{i}"),
+                  lambda i: cli(work / f"{slug}-run-{i}", f"input={source}", *overrides))
+    summary = pair.b[0].summary()
+    net = lambda side, fixed_run, what: pair.median(side, what) - getattr(fixed_run, what)
+    net_ratio = net("b", fixed["cli"], "wall") / net("a", fixed["baseline"], "wall")
+    net_cpu = net("b", fixed["cli"], "cpu") / net("a", fixed["baseline"], "cpu")
+    target, stretch = ((("<=", 10), ("<=", 3)) if targets else (None, None))
+    command = cli_command(f"input={source}", *overrides)
+    megabytes = size_of(source) / 1e6
+    rows = [
+        figure(AREA, f"{label}: CLI / baseline, wall", pair.ratio("wall"), target, stretch, "x",
+               f"{megabytes:.1f} MB, {summary['conversations']} conversations, {summary['statuses']['compacted']} "
+               f"compacted; CLI {pair.median('b'):.2f} s vs baseline {pair.median('a'):.3f} s (median of "
+               f"{len(pair.a)} pairs); `{command}`"),
+        figure(AREA, f"{label}: CLI / baseline, CPU", pair.ratio("cpu"), target, stretch, "x",
+               f"CLI {pair.median('b', 'cpu'):.2f} s CPU vs baseline {pair.median('a', 'cpu'):.3f} s"),
+        figure(AREA, f"{label}: CLI / baseline without start-up, wall", net_ratio, target, stretch, "x",
+               "(CLI - CLI on a one-line file) / (baseline - baseline on a one-line file), medians"),
+        figure(AREA, f"{label}: CLI / baseline without start-up, CPU", net_cpu, target, stretch, "x"),
+        figure(AREA, f"{label}: throughput", megabytes / pair.median("b"), None, None, "MB/s",
+               f"baseline {megabytes / pair.median('a'):.1f} MB/s"),
+    ]
+    kept = ("conversations", "statuses", "token_ratio", "wall_seconds")
+    return rows, {"runs": pair.b, "pairs": pair.describe(), "summary": {k: summary[k] for k in kept}}
+
+
+def memory(label: str, once: list[Run], doubled: Path, overrides: list[str], work: Path) -> tuple[list[dict], dict]:
+    """Peak RSS must follow the largest conversation, not the input: the same input twice over
+    (RSS hardly varies between runs, so two runs of it against the paired runs of the input)."""
+    slug = label.split()[0]
+    twice = [cli(work / f"{slug}-rss-twice-{i}", f"input={doubled}", *overrides) for i in range(2)]
+    rss_once = statistics.median(r.rss_mib for r in once)
+    rss_twice = statistics.median(r.rss_mib for r in twice)
+    return [figure(AREA, f"{label}: peak RSS, input twice over / once", rss_twice / rss_once, ("<=", 1.1),
+                   None, "x", f"{rss_once:.0f} MiB once, {rss_twice:.0f} MiB twice (`input={doubled}`)")], \
+        {"once": [r.rss_mib for r in once], "twice": [r.rss_mib for r in twice]}
+
+
+def processes(label: str, source: Path, overrides: list[str], work: Path):
+    slug = label.split()[0]
+    pair, capacity, made = parallel_paired(
+        lambda i: cli(work / f"{slug}-p1-{i}", f"input={source}", *overrides),
+        lambda i: cli(work / f"{slug}-p2-{i}", f"input={source}", "runner.processes=2", *overrides))
+    speedup, machine = 1 / pair.best_ratio("wall"), 1 / capacity.best_ratio("wall")
+    return [figure(AREA, f"{label}: runner.processes=2 speed-up over 1, wall", speedup, None, None, "x",
+                   f"best of the {len(pair.a)} quiet pairs of {made}: {pair.best('a'):.2f} s -> "
+                   f"{pair.best('b'):.2f} s (median of those pairs x{1 / pair.ratio('wall'):.2f}); two processes of "
+                   f"plain Python gained x{machine:.2f} beside them at best (2 cores, shared); CPU "
+                   f"x{pair.ratio('cpu'):.2f} (processes=2 over 1)")], \
+        {"pairs": pair.describe(), "capacity": capacity.describe()}
+
+
+def figures() -> tuple[list[dict], dict]:
+    work = fresh(WORK / "speed")
+    rows, raw = [], {}
+    fixed = startup(work)
+    raw["startup"] = {k: vars(v) | {"run_dir": None} for k, v in fixed.items()}
+    rows.append(figure(AREA, "CLI start-up (one-line file), wall", fixed["cli"].wall, None, None, "s",
+                       f"CPU {fixed['cli'].cpu:.2f} s; baseline on the same file {fixed['baseline'].wall:.3f} s"))
+
+    long40 = datasets.long_sessions()
+    label = "synthetic 40 x 130K"
+    found, raw[label] = against_baseline(label, long40, [], work, fixed, targets=True)
+    rows += found
+    found, raw[label + " memory"] = memory(label, raw[label].pop("runs"), datasets.twice(long40, "long-40-twice.jsonl"),
+                                           [], work)
+    rows += found
+    found, raw[label + " processes"] = processes(label, long40, [], work)
+    rows += found
+
+    real = sorted(LONG_SESSIONS.rglob("*.jsonl"))
+    if real:
+        label, ctx = "real long sessions @16K", ["model.context_length=16000"]
+        found, raw[label] = against_baseline(label, LONG_SESSIONS, ctx, work, fixed, targets=True)
+        rows += found
+        doubled = datasets.twice(LONG_SESSIONS, "long-sessions-twice")
+        found, raw[label + " memory"] = memory(label, raw[label].pop("runs"), doubled, ctx, work)
+        rows += found
+        found, raw[label + " processes"] = processes(label, LONG_SESSIONS, ctx, work)
+        rows += found
+    tau = CORPUS / "tau-bench" / "gpt-4o-airline.jsonl"
+    if tau.exists():    # many short conversations: per-conversation costs, for reference (no target)
+        label = "tau-bench @4K"
+        found, raw[label] = against_baseline(label, tau, ["model.context_length=4000", "compression.protect_last_n=4"],
+                                             work, fixed, targets=False)
+        raw[label].pop("runs")
+        rows += found[:1] + found[2:3]
+    return rows, raw
+
+
+def main() -> None:
+    rows, raw = figures()
+    for row in rows:
+        print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()
