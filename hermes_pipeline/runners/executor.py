@@ -11,25 +11,21 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from hermes_pipeline.engine.base import Compaction, ContextEngine
 from hermes_pipeline.inputs import InputFile
-from hermes_pipeline.jsonl import Rejected, dumps, quarantine_row, raw_for_quarantine
+from hermes_pipeline.jsonl import Rejected, quarantine_row
 from hermes_pipeline.output_tree import OutputTree
 from hermes_pipeline.progress import Progress
-from hermes_pipeline.repair import repair_tool_pairing
-from hermes_pipeline.replay_run import replay_for_conversation
-from hermes_pipeline.run_folder import RunFolder, RunTotals, conversation_row, problem_row
+from hermes_pipeline.run_folder import RunFolder, RunTotals, problem_row
+from hermes_pipeline.runners.compaction import Done, RecordOptions, compact_conversation, needs_engine
 from hermes_pipeline.runners.work_stream import FileEnd, FileSkipped, FileStart, FileWork, Reused, WorkStream, \
     reusable
 from hermes_pipeline.state import Item
 from hermes_pipeline.summarizers.base import SummarizerFatalError
 from hermes_pipeline.testing.faults import checkpoint
-from hermes_pipeline.transcript import Conversation
 
 log = logging.getLogger(__name__)
 
@@ -43,46 +39,6 @@ class RunOptions:
     engine_fallback: str | None = None   # why the configured engine is not the one running
     replay: Any = None                   # ReplaySettings: each row gets the live agent's bill (replay_run.py)
     prune_removed: bool = False          # incremental.prune: delete outputs whose input is gone
-
-
-@dataclass(frozen=True)
-class Failure:
-    """Why one conversation could not be compacted (a plain value: it may cross processes)."""
-    reason: str
-
-
-def needs_engine(item: Any) -> bool:
-    return isinstance(item, Conversation)
-
-
-def compact_one(engine: ContextEngine | None, item: Any) -> tuple:
-    """(item, Compaction | Failure | None, seconds); the conversation is not changed.
-
-    The conversation comes back too: a worker may have repaired its tool pairing.
-    """
-    if not isinstance(item, Conversation):
-        return item, None, 0.0
-    started = time.perf_counter()
-    try:
-        item = repair_tool_pairing(item)
-        result = engine.compress(item)
-    except SummarizerFatalError:
-        raise
-    except Exception as error:   # one bad conversation (or plugin) never stops the run
-        log.error("conversation %s (%s) failed: %s: %s", item.id, item.source, type(error).__name__, error)
-        log.debug("traceback of %s", item.source, exc_info=True)
-        return item, Failure(f"{type(error).__name__}: {error}"), 0.0
-    return item, result, time.perf_counter() - started
-
-
-def compact_and_bill(replay: Any, engine: ContextEngine | None, item: Any) -> tuple:
-    """compact_one, plus the replayed bill of the conversation (computed where the compaction ran:
-    on a worker, not in the process that keeps the order and writes)."""
-    item, result, seconds = compact_one(engine, item)
-    bill = None
-    if replay is not None and isinstance(result, Compaction):
-        bill = replay_for_conversation(item.messages, result.counts, replay)
-    return item, result, seconds, bill
 
 
 class Executor:
@@ -118,8 +74,8 @@ class Executor:
 
     def _record_all(self, stream: WorkStream) -> None:
         work: FileWork | None = None
-        compact = partial(compact_and_bill, self.options.replay)
-        for item, result, seconds, bill in self.runner.map(compact, stream, needs_engine):
+        options = RecordOptions(self.options.output_format, self.options.engine_fallback, self.options.replay)
+        for item in self.runner.map(partial(compact_conversation, options), stream, needs_engine):
             if isinstance(item, FileSkipped):
                 self.totals.skipped_unchanged += item.work.unchanged_items
                 self.totals.files += 1
@@ -132,10 +88,8 @@ class Executor:
                 self._reuse(work, work.keys.popleft(), item.found)
             elif isinstance(item, Rejected):
                 self._quarantine(work, work.keys.popleft(), item)
-            elif isinstance(result, Failure):
-                self._failed(work, work.keys.popleft(), item, f"compaction failed: {result.reason}")
             else:
-                self._written(work, work.keys.popleft(), item, result, seconds, bill)
+                self._done(work, work.keys.popleft(), item)
 
     def _finish(self, work: FileWork, stream: WorkStream) -> None:
         stream.open.remove(work)
@@ -173,23 +127,16 @@ class Executor:
         self.state.seen(work.rel, key)
         self.totals.skipped_unchanged += 1
 
-    def _written(self, work: FileWork, key: str, item: Conversation, result: Compaction, seconds: float,
-                 bill: dict | None) -> None:
-        try:
-            data = b"".join(dumps(v) + b"\n" for v in work.out_fmt.write(replace(item, messages=result.messages),
-                                                                             work.out_layout))
-        except Exception as error:   # a writer bug costs this conversation, not the run
-            log.exception("conversation %s (%s) could not be written", item.id, item.source)
-            self._failed(work, key, item, f"writing failed: {type(error).__name__}: {error}")
-            return
-        row = conversation_row(item, len(result.messages), result.outcome, seconds, self.options.engine_fallback)
-        if bill is not None:
-            row["replay"] = bill
-        self._commit(work, key, row["status"], data, row, None)
+    def _done(self, work: FileWork, key: str, done: Done) -> None:
+        row = done.row
+        self._commit(work, key, row["status"], done.data, row, done.quarantine)
         checkpoint("committed")
+        if done.quarantine is not None:
+            self.folder.quarantine.write(done.quarantine)
         self._row(row)
         checkpoint("listed")
-        work.sink.write(data)
+        if done.data is not None:
+            work.sink.write(done.data)
 
     def _quarantine(self, work: FileWork, key: str, item: Rejected) -> None:
         reason = f"{item.source}: {item.reason}"
@@ -201,19 +148,6 @@ class Executor:
             self.folder.quarantine.write(qrow)
         else:                        # too long to hold: copied from the input in chunks
             self.folder.quarantine_rejected(fields, item)
-        self._row(row)
-
-    def _failed(self, work: FileWork, key: str, conversation: Conversation, why: str) -> None:
-        reason = f"{conversation.source}: {why}"
-        try:
-            raw = b"\n".join(dumps(v) for v in work.fmt.write(conversation, work.layout))
-        except Exception:        # kept as read when its format can't write it
-            raw = dumps({"id": conversation.id, "messages": conversation.messages})
-        qrow = {"source": conversation.source, "reason": reason, **raw_for_quarantine(raw)}
-        row = problem_row(conversation.source, "failed", reason, conversation.id, len(conversation.messages))
-        row["stats"] = dict(conversation.stats)    # e.g. how many input lines the conversation was read from
-        self._commit(work, key, "failed", None, row, qrow)
-        self.folder.quarantine.write(qrow)
         self._row(row)
 
     def _row(self, row: dict) -> None:

@@ -1,0 +1,84 @@
+"""What happens to one conversation, wherever it runs (this process, a worker process, a Dask worker).
+
+Repair, compress, write out in the output format, make its manifest row and
+its replayed bill: all of it next to the compaction, so that only a row and
+bytes travel back to the process that keeps the order and writes.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from hermes_pipeline.engine.base import ContextEngine
+from hermes_pipeline.formats import get_format
+from hermes_pipeline.jsonl import dumps, raw_for_quarantine
+from hermes_pipeline.replay_run import replay_for_conversation
+from hermes_pipeline.repair import repair_tool_pairing
+from hermes_pipeline.run_folder import conversation_row, problem_row
+from hermes_pipeline.runners.work_stream import output_format
+from hermes_pipeline.summarizers.base import SummarizerFatalError
+from hermes_pipeline.transcript import Conversation
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RecordOptions:
+    """What a worker needs to know besides its engine (a plain value: it crosses processes)."""
+    output_format: str = "same"
+    engine_fallback: str | None = None   # why the configured engine is not the one running
+    replay: Any = None                   # ReplaySettings, or None
+
+
+@dataclass(frozen=True)
+class Done:
+    """One conversation, ready to record: its manifest row, and its output lines or its quarantine row."""
+    row: dict
+    data: bytes | None = None
+    quarantine: dict | None = None
+
+
+def needs_engine(item: Any) -> bool:
+    return isinstance(item, Conversation)
+
+
+def compact_conversation(options: RecordOptions, engine: ContextEngine | None, item: Any) -> Any:
+    """A Done for a conversation; anything else (a marker, a rejected line, a reused one) as it is."""
+    if not isinstance(item, Conversation):
+        return item
+    started = time.perf_counter()
+    try:
+        item = repair_tool_pairing(item)
+        result = engine.compress(item)
+    except SummarizerFatalError:
+        raise
+    except Exception as error:   # one bad conversation (or plugin) never stops the run
+        log.error("conversation %s (%s) failed: %s: %s", item.id, item.source, type(error).__name__, error)
+        log.debug("traceback of %s", item.source, exc_info=True)
+        return failed(item, f"compaction failed: {type(error).__name__}: {error}")
+    seconds = time.perf_counter() - started
+    out_fmt, out_layout = output_format(get_format(item.format), item.layout, options.output_format)
+    try:
+        data = b"".join(dumps(v) + b"\n" for v in out_fmt.write(replace(item, messages=result.messages),
+                                                                    out_layout))
+    except Exception as error:   # a writer bug costs this conversation, not the run
+        log.exception("conversation %s (%s) could not be written", item.id, item.source)
+        return failed(item, f"writing failed: {type(error).__name__}: {error}")
+    row = conversation_row(item, len(result.messages), result.outcome, seconds, options.engine_fallback)
+    if options.replay is not None:
+        row["replay"] = replay_for_conversation(item.messages, result.counts, options.replay)
+    return Done(row, data)
+
+
+def failed(conversation: Conversation, why: str) -> Done:
+    """A conversation that could not be done: quarantined as read (its own format when it can be written)."""
+    reason = f"{conversation.source}: {why}"
+    try:
+        raw = b"\n".join(dumps(v) for v in get_format(conversation.format).write(conversation, conversation.layout))
+    except Exception:        # kept as read when its format can't write it
+        raw = dumps({"id": conversation.id, "messages": conversation.messages})
+    row = problem_row(conversation.source, "failed", reason, conversation.id, len(conversation.messages))
+    row["stats"] = dict(conversation.stats)    # e.g. how many input lines the conversation was read from
+    return Done(row, quarantine={"source": conversation.source, "reason": reason, **raw_for_quarantine(raw)})
