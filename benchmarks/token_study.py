@@ -24,31 +24,10 @@ from pathlib import Path
 
 
 from hermes_pipeline import tokens
-from hermes_pipeline.formats import detect_format_in
 from hermes_pipeline.jsonl import Record, read_records
 from hermes_pipeline.tokens import TokenCounter, _parts, encoding, estimate_message_tokens
-from hermes_pipeline.transcript import Conversation
 from tests.helpers.env import SHARED
-
-
-def conversations(path: Path) -> list[Conversation]:
-    items = list(read_records(str(path), 64 << 20))
-    found = detect_format_in([i.value for i in items[:50] if isinstance(i, Record)])
-    if not found:
-        return []
-    return [c for c in found[0].read(iter(items), str(path), found[1]) if isinstance(c, Conversation)]
-
-
-def leaves(value, out: list[str]) -> None:
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            out.append(key)
-            leaves(item, out)
-    elif isinstance(value, list):
-        for item in value:
-            leaves(item, out)
+from tests.helpers.sessions import read_conversations, string_leaves
 
 
 def load(synth: int) -> tuple[dict[str, list[list[dict]]], list[str]]:
@@ -57,10 +36,10 @@ def load(synth: int) -> tuple[dict[str, list[list[dict]]], list[str]]:
     strings: list[str] = []
     for folder, group in (("corpus", "corpus"), ("long-sessions", "long")):
         for path in sorted((SHARED / folder).rglob("*.jsonl")):
-            groups[group].extend(c.messages for c in conversations(path))
+            groups[group].extend(c.messages for c in read_conversations(path, repaired=False))
             for item in read_records(str(path), 64 << 20):
                 if isinstance(item, Record):
-                    leaves(item.value, strings)
+                    string_leaves(item.value, strings)
     if synth:
         from tests.helpers.synth import make_session
         groups["synth"] = [make_session(1000 + i)[0]["messages"] for i in range(synth)]

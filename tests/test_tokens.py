@@ -6,15 +6,14 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from hermes_pipeline.formats import detect_format_in
 from hermes_pipeline.jsonl import Record, read_records
 from hermes_pipeline.tokens import (
     ESTIMATE_CONVERSATION_ERROR, ESTIMATE_MESSAGE_RATIO, IMAGE_TOKENS, MESSAGE_OVERHEAD, CountCache, TokenCounter,
     _parts, encoding, estimate_message_tokens, estimate_tokens, message_token_ceiling, rough_message_tokens,
     rough_tokens, token_ceiling,
 )
-from hermes_pipeline.transcript import Conversation
 from tests.helpers.env import CORPUS, LONG_SESSIONS, REAL, ROOT
+from tests.helpers.sessions import read_conversations, string_leaves
 
 SHARED_FILES = sorted([*CORPUS.rglob("*.jsonl"), *LONG_SESSIONS.rglob("*.jsonl")])
 BUNDLED_FILES = sorted([*(ROOT / "samples").glob("*.jsonl"), *(ROOT / "tests" / "data" / "formats").glob("*.jsonl"),
@@ -23,34 +22,11 @@ needs_shared = pytest.mark.skipif(not SHARED_FILES, reason=f"the shared corpus i
                                                              "(set HERMES_SHARED to point at a copy)")
 
 
-def conversations(path: Path) -> list[Conversation]:
-    """A file's conversations, read the way a batch run reads them."""
-    items = list(read_records(str(path), 64 << 20))
-    found = detect_format_in([i.value for i in items[:50] if isinstance(i, Record)])
-    if not found:
-        return []
-    fmt, layout = found
-    return [c for c in fmt.read(iter(items), str(path), layout) if isinstance(c, Conversation)]
-
-
-def string_leaves(value, out: list[str]) -> list[str]:
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            out.append(key)
-            string_leaves(item, out)
-    elif isinstance(value, list):
-        for item in value:
-            string_leaves(item, out)
-    return out
-
-
 def texts_of(paths: list[Path]) -> list[str]:
     """Every text the counter sees in these files (message parts), and every string in every line."""
     texts: list[str] = []
     for path in paths:
-        for conversation in conversations(path):
+        for conversation in read_conversations(path, repaired=False):
             for message in conversation.messages:
                 texts.extend(_parts(message)[0])
         for item in read_records(str(path), 64 << 20):
@@ -179,7 +155,7 @@ def conversation_errors(paths: list[Path]) -> list[tuple[str, float]]:
     counter = TokenCounter()
     errors = []
     for path in paths:
-        for conversation in conversations(path):
+        for conversation in read_conversations(path, repaired=False):
             exact = sum(counter.count_messages(conversation.messages))
             estimate = sum(estimate_message_tokens(m) for m in conversation.messages)
             errors.append((f"{path.name}:{conversation.id}", (estimate - exact) / exact))
@@ -226,7 +202,7 @@ def test_the_ceiling_is_never_below_the_exact_count(text):
 def test_the_message_ceiling_bounds_every_message_of_the_samples():
     counter = TokenCounter()
     for path in BUNDLED_FILES:
-        for conversation in conversations(path):
+        for conversation in read_conversations(path, repaired=False):
             for message in conversation.messages:
                 assert counter.count_message(message) <= message_token_ceiling(message)
 

@@ -16,14 +16,29 @@ def make_engine(context_length: int, *overrides: str):
     return build(compose_config("input.path=samples", f"model.context_length={context_length}", *overrides)).engine
 
 
-def read_conversations(path: Path) -> list[Conversation]:
-    """The conversations of one file, format detected and tool pairs repaired, as a run reads them."""
+def read_conversations(path: Path, repaired: bool = True) -> list[Conversation]:
+    """The conversations of one file, format detected (and tool pairs repaired), as a run reads them."""
     items = list(read_records(str(path), 64 << 20))
-    found = detect_format_in(i.value for i in items if isinstance(i, Record))
+    found = detect_format_in(i.value for i in items[:50] if isinstance(i, Record))
     if found is None:
         return []
     fmt, layout = found
-    return [repair_tool_pairing(c) for c in fmt.read(iter(items), str(path), layout) if isinstance(c, Conversation)]
+    read = [c for c in fmt.read(iter(items), str(path), layout) if isinstance(c, Conversation)]
+    return [repair_tool_pairing(c) for c in read] if repaired else read
+
+
+def string_leaves(value, out: list[str]) -> list[str]:
+    """Every string in a JSON value, keys included, into `out`."""
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            out.append(key)
+            string_leaves(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            string_leaves(item, out)
+    return out
 
 
 def measure(engine, conversation: Conversation) -> dict | None:
