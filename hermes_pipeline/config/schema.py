@@ -252,6 +252,8 @@ class DaskRunnerConfig:
     n_workers: int = opt(2, "LocalCluster worker processes", minimum=1)
     threads_per_worker: int = opt(1, "LocalCluster threads per worker", minimum=1)
     dashboard_address: str = opt(":0", "LocalCluster dashboard address (':0' picks a free port)")
+    start_method: str = opt("fork", "how LocalCluster workers start: fork (fast: modules already imported) | "
+                                    "spawn | forkserver", choices=("fork", "spawn", "forkserver"))
 
 
 # `_target_` of a group option -> the schema of its options (plugins are not listed here:

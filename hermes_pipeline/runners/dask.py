@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from hermes_pipeline.runners.local import in_order
 
-TASKS_PER_THREAD = 2     # submitted ahead per worker thread: busy workers, bounded memory on the client
+TASKS_PER_THREAD = 4     # submitted ahead per worker thread: no worker idles behind a slow head, bounded memory
 _engines: dict[str, Any] = {}   # on a worker: engines built so far, by config token
 
 
@@ -32,11 +32,12 @@ def _on_worker(make_engine: Callable[[], Any], token: str, work: Callable, item:
 
 class DaskRunner:
     def __init__(self, name: str = "dask", address: str | None = None, n_workers: int = 2,
-                 threads_per_worker: int = 1, dashboard_address: str = ":0"):
+                 threads_per_worker: int = 1, dashboard_address: str = ":0", start_method: str = "fork"):
         self.name = name
         self.address = address
         self.n_workers, self.threads_per_worker = int(n_workers), int(threads_per_worker)
         self.dashboard_address = dashboard_address
+        self.start_method = start_method
         self.client = self.cluster = None
 
     def start(self, engine, make_engine: Callable[[], Any], auto_concurrency: int) -> None:
@@ -45,12 +46,15 @@ class DaskRunner:
             os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
             for name in ("distributed", "tornado", "bokeh"):
                 logging.getLogger(name).setLevel(logging.WARNING)
+        import dask
         from dask.distributed import Client, LocalCluster   # imported only when asked for: it costs seconds
         if self.address:
             self.client = Client(self.address)
         else:
-            self.cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=self.threads_per_worker,
-                                        processes=True, dashboard_address=self.dashboard_address)
+            # local workers forked from this process start with every module already imported
+            with dask.config.set({"distributed.worker.multiprocessing-method": self.start_method}):
+                self.cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=self.threads_per_worker,
+                                            processes=True, dashboard_address=self.dashboard_address)
             self.client = Client(self.cluster)
         # the resolved config goes to every worker once; tasks only carry a reference to it
         self.token = hashlib.sha256(pickle.dumps(make_engine)).hexdigest()[:16]
