@@ -21,7 +21,7 @@ from hermes_pipeline.exit_codes import EXIT_CONFIG, EXIT_OK, EXIT_STOPPED, exit_
 from hermes_pipeline.summarizers.base import SummarizerFatalError
 
 CONF_DIR = str(config_dir())
-NOISY_LOGGERS = ("httpx", "httpcore", "anthropic", "openai")   # a line per request, unless -v
+NOISY_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2", "anthropic", "openai")   # a line per request, unless -v
 log = logging.getLogger("hermes_pipeline")
 _exit_codes: list[int] = []
 
@@ -152,6 +152,7 @@ def _print_help() -> None:
 
 def main() -> None:
     argv = _expand_shorthand(sys.argv[1:])
+    os.environ["HERMES_RUN_PID"] = str(os.getpid())   # ${pid:} in folder names: this run's, in its workers too
     register()
     if "--version" in argv or "-V" in argv:
         print(f"hermes-pipeline {__version__}")

@@ -1,6 +1,7 @@
 """Which files a run reads, and the name each one's output gets."""
 from __future__ import annotations
 
+import functools
 import glob
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,20 @@ def _static_prefix(pattern: str) -> Path:
     return Path(*parts) if parts else Path(".")
 
 
+@functools.lru_cache(maxsize=4096)
+def _run_output(folder: Path) -> bool:
+    return (folder / ".hydra").is_dir() or folder.name == ".hermes"
+
+
+def _in_a_run_folder(found: "InputFile") -> bool:
+    """Output of an earlier run (a folder holding `.hydra/`) or incremental state, found below the
+    input's own folder: `input=.` where runs/ lives must not read runs/ back in (naming a run's
+    transcripts as the input, to compact them again, is fine)."""
+    path = found.path.absolute()
+    below_root = path.parents[:max(len(found.relative.parts) - 1, 0)]
+    return any(_run_output(parent) for parent in below_root)
+
+
 def resolve_inputs(spec: str, exclude: list[Path] = ()) -> list[InputFile]:
     """A file, every *.jsonl under a directory, or a glob; sorted, so runs are reproducible."""
     path = Path(spec).expanduser()
@@ -41,6 +56,7 @@ def resolve_inputs(spec: str, exclude: list[Path] = ()) -> list[InputFile]:
     for folder in exclude:    # never read our own output back in
         folder = Path(folder).resolve()
         found = [f for f in found if not f.path.resolve().is_relative_to(folder)]
+    found = [f for f in found if not _in_a_run_folder(f)]
     if not found:
         raise ConfigError(f"input={spec!r} matched no .jsonl files")
     return found

@@ -261,3 +261,12 @@ def test_dask_with_two_workers_writes_the_bytes_of_the_local_runner(tmp_path, cl
                     *SETTINGS, "runner=dask", "runner.n_workers=2", timeout=600)
     assert rerun.returncode == 0 and json.loads((tmp_path / "run3" / "summary.json").read_text())["conversations"] == 0
     assert tree_digest(tmp_path / "inc") == clean[0]
+
+
+def test_input_dot_never_reads_earlier_run_folders_back_in(tmp_path):
+    (tmp_path / "chats.jsonl").write_bytes(TAU_BENCH.read_bytes())
+    command = [sys.executable, "-m", "hermes_pipeline", "input=.", "quiet=true", "progress=none"]
+    for _ in range(2):
+        assert subprocess.run(command, cwd=tmp_path, capture_output=True).returncode == 0
+    for folder in (tmp_path / "runs").glob("*/*"):
+        assert [r["source"].rsplit(":", 1)[0] for r in read_jsonl(folder / "manifest.jsonl")] == ["chats.jsonl"] * 40

@@ -194,3 +194,22 @@ def test_a_tail_widened_for_roles_is_still_verbatim():
     compaction = engine.compress(conversation(messages))
     assert compaction.outcome.compacted
     assert problems(messages, compaction.messages) == []
+
+
+def test_a_single_prompt_then_only_the_agent_is_compacted_with_the_summary_in_the_first_tail_message():
+    """No role fits between a head ending on the prompt and a tail opening with the agent: the summary is
+    merged into the first visible tail message, marked as prior context (REFERENCE §3), not given up on."""
+    messages = [system(), user("Port this project to Rust; keep the public API.")]
+    for i in range(12):
+        messages += [calls((f"c{i}", "bash", {"command": f"cargo build --step {i}"})),   # no text: invisible turns
+                     result(f"c{i}", "compiling... " * 80)]
+    messages.append(assistant("All steps done."))
+    engine = engine_for(context_length=4000, protect_last_n=4)
+    compaction = engine.compress(conversation(messages))
+    assert compaction.outcome.compacted and compaction.outcome.stats["summary_merged_into_tail"] == 1
+    assert problems(messages, compaction.messages) == []
+    host = next(m for m in compaction.messages if is_summary_message(m))
+    text = json.dumps(host)
+    assert host["role"] == "assistant" and "[CONTEXT COMPACTION]" in text and "cargo build" in text
+    assert text.endswith('All steps done."}') or "All steps done." in text
+    assert len(compaction.messages) < len(messages)

@@ -172,3 +172,15 @@ def test_manifest_replay_is_the_replay_of_the_stored_conversation(grid):
         messages = record["messages"]
         expected = replay(messages, TokenCounter().count_messages(messages), None, settings).to_dict()
         assert row["replay"] == expected
+
+
+def test_the_default_sweep_folder_holds_every_point_under_joblib_too(tmp_path):
+    """The sweep folder's name has the launching process's id: joblib's workers must name the same one."""
+    command = [sys.executable, "-m", "hermes_pipeline", "-m", "progress=none", "quiet=true", *SMALL,
+               "compression.threshold=0.4,0.6", "prompt_caching.cache_ttl=5m,1h", "hydra/launcher=joblib",
+               "hydra.launcher.n_jobs=2"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (folder,) = (tmp_path / "runs" / "multirun").glob("*/*")
+    assert sorted(p.name for p in folder.iterdir() if p.is_dir()) == ["0", "1", "2", "3"]
+    assert len(csv_rows(folder / "sweep.csv")) == 4 and "sweep report:" in result.stdout

@@ -274,5 +274,7 @@ def register() -> None:
 
     from hydra.core.config_store import ConfigStore
     ConfigStore.instance().store(name="base_config", node=HermesConfig)
+    # the launching process's id: a launcher's worker processes (joblib) must name the same sweep folder
+    os.environ.setdefault("HERMES_RUN_PID", str(os.getpid()))
     if not OmegaConf.has_resolver("pid"):
-        OmegaConf.register_new_resolver("pid", os.getpid)
+        OmegaConf.register_new_resolver("pid", lambda: os.environ["HERMES_RUN_PID"])

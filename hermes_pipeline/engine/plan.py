@@ -160,6 +160,9 @@ def previous_summary_text(message: dict) -> str:
 
 
 NOTHING_TO_COMPACT = "head and tail cover the whole conversation"
+# No role fits between head and tail, however far the tail is widened (a single prompt, then only the
+# agent): the summary opens the first visible tail message instead, marked as prior context (REFERENCE §3).
+MERGE = "merge"
 
 
 def make_plan(conversation_id: str, messages: list[dict], counts: list[int], budgets: Budgets,
@@ -167,10 +170,12 @@ def make_plan(conversation_id: str, messages: list[dict], counts: list[int], bud
     """The plan, or why there is nothing to compact.
 
     The tail is widened (never shrunk: what leaves the middle is still
-    summarized) until a summary role fits between head and tail.
+    summarized) until a summary role fits between head and tail; when none
+    ever does, the summary is merged into the first visible tail message.
     """
     head_end = find_head_end(messages, settings.protect_first_n)
     tail_start = find_tail_start(messages, counts, budgets.tail_token_budget, settings.protect_last_n, head_end)
+    first_tail = tail_start
     summary_role, widened = None, 0
     while tail_start > head_end:
         summary_role = choose_summary_role(messages, head_end, tail_start)
@@ -179,7 +184,9 @@ def make_plan(conversation_id: str, messages: list[dict], counts: list[int], bud
         tail_start = align_to_group_start(messages, tail_start - 1)
         widened += 1
     if tail_start <= head_end:
-        return NOTHING_TO_COMPACT
+        if first_tail <= head_end or not any(visible_role(m) in ("user", "assistant") for m in messages[first_tail:]):
+            return NOTHING_TO_COMPACT
+        tail_start, summary_role, widened = first_tail, MERGE, 0
     earlier = [m for m in messages[head_end:tail_start] if is_summary_message(m)]
     return Plan(conversation_id, tuple(messages), tuple(counts), budgets, settings, head_end, tail_start,
                 summary_role, previous_summary_text(earlier[-1]) if earlier else None, widened)

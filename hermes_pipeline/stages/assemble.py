@@ -4,9 +4,11 @@ from __future__ import annotations
 from collections import Counter
 
 from hermes_pipeline.engine.base import StageTools
-from hermes_pipeline.engine.plan import Plan
+from hermes_pipeline.engine.plan import MERGE, Plan
 from hermes_pipeline.stages.base import Draft, Stage
-from hermes_pipeline.transcript import COMPACTION_NOTE, SUMMARY_END, SUMMARY_PREFIX, message_text, role, turns
+from hermes_pipeline.transcript import (
+    COMPACTION_NOTE, SUMMARY_END, SUMMARY_PREFIX, message_text, role, turns, visible_role,
+)
 
 STUB_RESULT = "[Tool result unavailable: it was removed when the conversation was compacted]"
 
@@ -53,6 +55,21 @@ def sanitize_tool_pairs(messages: list[dict], stats: Counter) -> list[dict]:
     return out
 
 
+def merged_into_first_visible(tail: list[dict], block: str) -> list[dict]:
+    """The tail with the summary block opening its first user or assistant message with text."""
+    out = list(tail)
+    for i, message in enumerate(out):
+        if visible_role(message) not in ("user", "assistant"):
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            out[i] = {**message, "content": [{"type": "text", "text": block}, *content]}
+        else:
+            out[i] = {**message, "content": f"{block}\n\n{content or ''}"}
+        return out
+    return out
+
+
 class AssembleStage(Stage):
     name = "assemble"
     phase = 4
@@ -62,8 +79,13 @@ class AssembleStage(Stage):
         if head and role(head[0]) == "system" and plan.previous_summary is None:
             head[0] = add_compaction_note(head[0])
         tail = list(draft.messages[plan.tail_start:])
-        if draft.summary is not None:
-            middle = [summary_message(draft.summary.text, plan.summary_role, plan.tail_start - plan.head_end)]
-        else:   # a chain without summarize keeps the pruned middle (observation masking)
+        if draft.summary is None:   # a chain without summarize keeps the pruned middle (observation masking)
             middle = list(draft.messages[plan.head_end:plan.tail_start])
+        elif plan.summary_role == MERGE:
+            middle = []
+            tail = merged_into_first_visible(tail, summary_message(draft.summary.text, "", plan.tail_start
+                                                                   - plan.head_end)["content"])
+            stats["summary_merged_into_tail"] += 1
+        else:
+            middle = [summary_message(draft.summary.text, plan.summary_role, plan.tail_start - plan.head_end)]
         return draft.but(messages=tuple(sanitize_tool_pairs(head + middle + tail, stats)), assembled=True)

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from hermes_pipeline.stages.cache_mark import strip_cache_control
 from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT
-from hermes_pipeline.transcript import COMPACTION_NOTE, is_summary_message, pairing_problems, text_of, visible_role
+from hermes_pipeline.transcript import (
+    COMPACTION_NOTE, SUMMARY_END, is_summary_message, pairing_problems, text_of, visible_role,
+)
 
 
 def normalize(message: dict) -> dict:
@@ -42,6 +44,25 @@ def _tail_matches(tail: list[dict], original: list[dict]) -> bool:
     return True
 
 
+def _unmerged(message: dict) -> dict | None:
+    """The tail message a summary was merged into, without the summary; None for a summary of its own."""
+    content = message.get("content")
+    if isinstance(content, list) and len(content) > 1 and isinstance(content[0], dict) \
+            and SUMMARY_END in str(content[0].get("text", "")):
+        return {**message, "content": content[1:]}
+    text = content if isinstance(content, str) else ""
+    end = text.find(SUMMARY_END)
+    rest = text[end + len(SUMMARY_END):] if end >= 0 else ""
+    return {**message, "content": rest[2:]} if rest.startswith("\n\n") else None
+
+
+def _fits(after: list[dict], s: int, host: dict, before: list[dict]) -> bool:
+    """Whether `after`, with its summary-holding message `s` restored to `host`, is head + tail of `before`."""
+    restored = after[:s] + [host] + after[s + 1:]
+    return any([without_note(m) for m in restored[:h]] == [without_note(m) for m in before[:h]]
+               and _tail_matches(restored[h:], before[len(before) - len(restored) + h:]) for h in range(s, -1, -1))
+
+
 def problems(before: list[dict], after: list[dict]) -> list[str]:
     """Everything wrong with `after` as a compaction of `before` (empty when valid).
 
@@ -55,16 +76,23 @@ def problems(before: list[dict], after: list[dict]) -> list[str]:
             found.append("no summary, yet the messages changed")
         return found
     s = summaries[-1]
-    if [without_note(m) for m in after[:s]] != [without_note(m) for m in before[:s]]:
+    host = _unmerged(normalize(after[s]))
+    if host is not None and host["content"] == "" and not _fits(after, s, host, before):
+        host = {**host, "content": None}   # merged into a message that had no content at all
+    if host is not None:      # the summary opens a tail message (no role fitted between head and tail)
+        if not _fits(after, s, host, before):
+            found.append("head and tail (around the merged summary) are not the input's messages")
+    elif [without_note(m) for m in after[:s]] != [without_note(m) for m in before[:s]]:
         found.append("head is not the input's first messages")
     tail = after[s + 1:]
-    if not tail:
+    if host is None and not tail:
         found.append("empty tail")
-    elif not _tail_matches(tail, before[len(before) - len(tail):]):
+    elif host is None and not _tail_matches(tail, before[len(before) - len(tail):]):
         found.append("tail is not the input's last messages")
     visible = [i for i, m in enumerate(after) if visible_role(m) in ("user", "assistant")]
     for a, b in zip(visible, visible[1:]):
-        if after[a]["role"] == after[b]["role"] and (a <= s <= b):
+        # a merged summary sits in a tail message: only the step into it is ours (the rest is the input's)
+        if after[a]["role"] == after[b]["role"] and (a < s <= b if host is not None else a <= s <= b):
             found.append(f"role rule: messages {a}/{b} share the role {after[a]['role']} next to the summary")
     if not any(m.get("role") == "user" for m in after):
         found.append("no user message left")
