@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -26,9 +27,13 @@ log = logging.getLogger("hermes_pipeline")
 _exit_codes: list[int] = []
 
 
+_signals: list[str] = []      # the signals that stopped this run, by name
+
+
 def _stop_on_signals(stop: threading.Event) -> None:
     """SIGINT/SIGTERM: take no new work, finish what is in flight; a second one abandons it."""
     def handler(signum, _frame):
+        _signals.append(signal.Signals(signum).name)
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
@@ -61,19 +66,22 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
         folder = RunFolder(run_dir)
     except (ConfigError, SummarizerFatalError, ValueError) as error:
         print(f"hermes-pipeline: error: {error}", file=sys.stderr)
+        _drop_unused(run_dir)
         return EXIT_CONFIG
     try:
         tree = components.output_tree(cfg, run_dir)
-    except OutputLocked as error:
+    except OutputLocked as error:     # said in summary.json too: the folder is not a crashed run
         print(f"hermes-pipeline: {error}", file=sys.stderr)
         folder.close()
+        folder.write_summary({"status": "stopped", "stopped": str(error), "exit_code": EXIT_STOPPED,
+                              "conversations": 0})
         return EXIT_STOPPED
     if not cfg.quiet:
-        print(built.caching.status_line(), flush=True)
-        if built.runner.describe():
-            print(built.runner.describe(), flush=True)
+        _to_stdout(lambda: [print(line, flush=True) for line in (built.caching.status_line(), built.runner.describe())
+                            if line])
     options = RunOptions(input_format=str(cfg.input.format), output_format=str(cfg.output.format),
-                         max_record_bytes=int(cfg.input.max_record_bytes), progress=str(cfg.progress),
+                         max_record_bytes=int(cfg.input.max_record_bytes),
+                         progress="none" if cfg.quiet else str(cfg.progress),
                          engine_fallback=built.resolved.fallback, replay=replay,
                          prune_removed=bool(cfg.incremental.prune))
     executor = Executor(built.runner, folder, tree, options, stop)
@@ -92,15 +100,40 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
                              cache_ttl=str(cfg.summarizer.get("cache_ttl") or "5m"),
                              # the summary calls at their own model's prices (the summarizer knows which)
                              summarizer_prices=summary_prices(cfg, getattr(built.summarizer, "model", None)).to_dict())
+    if totals.interrupted:
+        summary["stopped"] = f"interrupted by {' then '.join(dict.fromkeys(_signals)) or 'a signal'}"
     code, why = exit_code(summary, getattr(built.summarizer, "max_fallback_share", None))
     summary["exit_code"] = code
     folder.write_summary(summary)
+    _ignore_signals()
     if not cfg.quiet:
-        print_table(summary)
-        print(f"run folder: {run_dir}", flush=True)
+        _to_stdout(lambda: (print_table(summary), print(f"run folder: {run_dir}", flush=True)))
     if why:
         print(f"hermes-pipeline: {why}", file=sys.stderr)
     return code
+
+
+def _to_stdout(show) -> None:
+    """What the run prints for people; a reader that went away (`| head`) changes nothing about the run."""
+    try:
+        show()
+    except (BrokenPipeError, SystemExit):   # rich turns a broken pipe into SystemExit(1)
+        sys.stdout = open(os.devnull, "w")
+
+
+def _ignore_signals() -> None:
+    """The run is recorded: a late Ctrl-C must not turn a clean exit into a traceback."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(signum, signal.SIG_IGN)
+        except ValueError:     # not the main thread
+            pass
+
+
+def _drop_unused(run_dir: Path) -> None:
+    """A run refused at start-up read nothing: the folder Hydra made for it (its config, an empty log) goes."""
+    if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {".hydra", "cli.log"}:
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def _quiet_libraries() -> None:
@@ -169,8 +202,12 @@ def main() -> None:
     sys.argv = [sys.argv[0], *argv]
     try:
         _hydra_entry()
+        from hermes_pipeline.sweep_report import sweep_exit_codes
+        code = max([*_exit_codes, *sweep_exit_codes], default=EXIT_OK)
     except KeyboardInterrupt:      # during composition or start-up: no traceback
         print("hermes-pipeline: interrupted", file=sys.stderr)
-        sys.exit(EXIT_STOPPED)
-    from hermes_pipeline.sweep_report import sweep_exit_codes
-    sys.exit(max([*_exit_codes, *sweep_exit_codes], default=EXIT_OK))
+        code = EXIT_STOPPED
+    except BrokenPipeError:        # the output was piped to a reader that went away (`| head`)
+        sys.stdout = open(os.devnull, "w")
+        code = max(_exit_codes, default=EXIT_OK)
+    sys.exit(code)

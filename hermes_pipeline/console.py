@@ -23,6 +23,7 @@ Common commands:
   hermes-pipeline input=... engine=lcm                lossless: removed turns kept in a searchable store
   hermes-pipeline -m input=... compression.threshold=0.3,0.5 prompt_caching.cache_ttl=5m,1h   a sweep
   hermes-pipeline --cfg job                           print the composed config
+  hermes-pipeline -v input=...                        debug logs (per-request HTTP lines included)
   hermes-pipeline --version | --hydra-help
 
 Exit status: 0 all good, 1 bad config, 2 records quarantined, 3 stopped early or interrupted,
@@ -95,12 +96,10 @@ def _group_lines(group: str) -> list[str]:
 def help_text(cfg: DictConfig | None) -> str:
     """Every key with its default (as composed) and its meaning, from the schema."""
     parts = [INTRO, "Config groups (pick one with group=NAME):"]
+    defaults = {k: v for entry in OmegaConf.load(config_dir() / "config.yaml").defaults
+                if isinstance(entry, DictConfig) for k, v in entry.items()}   # conf/config.yaml's choices
     for group in ("model", "summarizer", "engine", "pipeline", "runner"):
-        chosen = ""
-        if cfg is not None:
-            chosen = {"model": OmegaConf.select(cfg, "model.name"), "engine": OmegaConf.select(cfg, "context.engine"),
-                      "summarizer": OmegaConf.select(cfg, "summarizer.name"),
-                      "runner": OmegaConf.select(cfg, "runner.name")}.get(group) or ""
+        chosen = defaults.get(group, "")
         options = ", ".join(group_options(group))
         parts.append(f"  {group}: {options}" + (f"   (default: {chosen})" if chosen else ""))
     parts += ["", "Settings (key = default, then what it means):"]
@@ -122,7 +121,7 @@ def print_table(summary: dict) -> None:
         table.add_row(status, str(n))
     table.add_row("tokens before", f"{summary['tokens_before']:,}")
     table.add_row("tokens after", f"{summary['tokens_after']:,}")
-    table.add_row("token ratio", str(summary["token_ratio"]))
+    table.add_row("token ratio", "-" if summary["token_ratio"] is None else str(summary["token_ratio"]))
     table.add_row("fallbacks", str(summary["fallbacks"]))
     quality = summary.get("quality")
     if quality:

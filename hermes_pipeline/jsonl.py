@@ -143,7 +143,8 @@ def parse_line(path: str, line_no: int, raw: bytes, span: tuple[int, int] | None
         try:
             value = json.loads(text)
         except json.JSONDecodeError as error:
-            return Rejected(path, line_no, f"malformed JSON: {error.msg} at column {error.colno}", raw, span)
+            where = "" if " at " in error.msg else " at"      # the stdlib's own messages may already say "at"
+            return Rejected(path, line_no, f"malformed JSON: {error.msg}{where} column {error.colno}", raw, span)
         except RecursionError:
             return Rejected(path, line_no, "malformed JSON: nested too deeply", raw, span)
         repairs.append(f"parsed with the standard json module ({_stdlib_note(value)}; orjson: {orjson_error})")

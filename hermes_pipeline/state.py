@@ -84,9 +84,15 @@ class OutputLock:
         try:
             fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            self.handle.seek(0)
-            holder = self.handle.read().strip() or "another run"
+            holder = ""
+            for _ in range(20):      # the holder writes its name just after taking the lock
+                self.handle.seek(0)
+                holder = self.handle.read().strip()
+                if holder:
+                    break
+                time.sleep(0.05)
             self.handle.close()
+            holder = holder or "another run"
             raise OutputLocked(f"output.dir {root} is in use by {holder}; wait for it to finish") from None
         self.handle.seek(0)
         self.handle.truncate()

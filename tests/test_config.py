@@ -65,7 +65,7 @@ def test_the_cli_refuses_a_bad_value_before_reading_anything(tmp_path):
     result = run_cli(tmp_path / "run", "input=samples", "compression.threshold=2")
     assert result.returncode == 1
     assert "compression.threshold=2" in result.stderr and "[0.0, 1.0]" in result.stderr
-    assert not (tmp_path / "run" / "manifest.jsonl").exists()
+    assert not (tmp_path / "run").exists()        # nothing was read: no run folder left behind
 
 
 def test_caching_state_line_for_other_models():

@@ -1,4 +1,5 @@
 """First contact: a wheel installs and runs anywhere, the command explains itself, typos are caught."""
+import json
 import os
 import signal
 import subprocess
@@ -85,7 +86,7 @@ def test_a_wrong_provider_model_fails_at_start_up(tmp_path):
     result = run_cli(tmp_path / "run", "input=samples", "summarizer=openai",
                      "auxiliary.compression.model=claude-sonnet-4-5", env={"OPENAI_API_KEY": "sk-test-" + "x" * 24})
     assert result.returncode == 1
-    assert "auxiliary.compression.model='claude-sonnet-4-5' is not a openai model" in result.stderr
+    assert "auxiliary.compression.model='claude-sonnet-4-5' is not an openai model" in result.stderr
     assert not (tmp_path / "run" / "manifest.jsonl").exists()
 
 
@@ -123,3 +124,15 @@ def test_ctrl_c_exits_3_without_a_traceback(tmp_path):
     out, err = process.communicate(timeout=60)
     assert process.returncode == 3, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
+
+
+def test_piping_the_output_into_a_reader_that_stops_early_is_not_an_error(tmp_path):
+    process = subprocess.Popen([sys.executable, "-m", "hermes_pipeline", f"input={TAU_BENCH}",
+                                f"hydra.run.dir={tmp_path / 'run'}", "progress=none"],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.readline()           # `| head -1`
+    process.stdout.close()
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert b"Traceback" not in err
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["exit_code"] == 0

@@ -161,6 +161,9 @@ def test_model_defaults_to_the_runs_model_of_the_same_provider():
     claude_run = OpenAISummarizer(model_cfg={"name": "claude-sonnet-4-5"}, cache={"enabled": False},
                                   default_model="gpt-4.1-mini")
     assert claude_run.model == "gpt-4.1-mini"          # never a Claude model to the OpenAI endpoint
+    compatible = OpenAISummarizer(model_cfg={"name": "claude-sonnet-4-5"}, cache={"enabled": False},
+                                  aux_cfg={"base_url": "http://127.0.0.1:9/v1"}, default_model="gpt-4.1-mini")
+    assert compatible.model == "gpt-4.1-mini"          # nor to a compatible server, unless named there
     anthropic = AnthropicSummarizer(model_cfg={"name": "gpt-4o"}, cache={"enabled": False},
                                     default_model="claude-sonnet-4-5")
     assert anthropic.model == "claude-sonnet-4-5"

@@ -171,6 +171,9 @@ def test_a_second_run_on_the_same_output_dir_exits_3_naming_the_holder(archive):
         assert result.returncode == 3
         assert f"pid {os.getpid()} on {socket.gethostname()}, run folder /some/run/folder" in result.stderr
         assert time.monotonic() - started < 60        # at once: it does not wait for the holder
+        refused = summary(archive, "2")                # said in the folder too: not a crashed run
+        assert refused["status"] == "stopped" and refused["exit_code"] == 3 and "in use by pid" in refused["stopped"]
+        assert not (archive / "runs" / "2" / "INCOMPLETE").exists()
     finally:
         lock.release()
     assert nightly(archive, "3").returncode == 0
@@ -224,6 +227,7 @@ def test_a_signal_stops_cleanly_with_exit_3_and_an_interrupted_summary(tmp_path,
     assert "Traceback" not in err
     done = json.loads((run_dir / "summary.json").read_text())
     assert done["status"] == "interrupted" and done["exit_code"] == 3
+    assert done["stopped"] == f"interrupted by {signal.Signals(signum).name}"
     rows = read_jsonl(run_dir / "manifest.jsonl")
     assert 5 <= len(rows) < 800 and done["conversations"] == len(rows)
     assert len(read_jsonl(run_dir / "transcripts" / "big.jsonl")) == len(rows)   # listed = written

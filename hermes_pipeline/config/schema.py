@@ -143,7 +143,8 @@ class ReplayConfig:
                             range=(0.0, 86400.0))
     prefix_tokens: int = opt(0, "system prompt + tool definitions the stored transcript does not hold", minimum=0)
     warm_prefix_tokens: int = opt(0, "of which already cached when a conversation starts", minimum=0)
-    summary_tokens: int = opt(0, "0: each summary is the SPEC §4 budget; N: every summary is N tokens", minimum=0)
+    summary_tokens: int = opt(0, "0: each summary is its budget (a fifth of the middle, 2,000 to 10,000 "
+                                 "tokens); N: every summary is N tokens", minimum=0)
 
 
 @dataclass
@@ -152,10 +153,10 @@ class HermesConfig:
     input: InputConfig = group(InputConfig, "what to read")
     output: OutputConfig = group(OutputConfig, "how to write")
     incremental: IncrementalConfig = group(IncrementalConfig, "nightly maintenance of a persistent output tree")
-    compression: CompressionConfig = group(CompressionConfig, "the agent layer (SPEC §2-§4)")
-    hygiene: HygieneConfig = group(HygieneConfig, "the safety-net layer (SPEC §2)")
+    compression: CompressionConfig = group(CompressionConfig, "the agent layer: when and how a conversation is compacted")
+    hygiene: HygieneConfig = group(HygieneConfig, "the safety net: compaction by recorded usage")
     auxiliary: AuxiliaryConfig = group(AuxiliaryConfig, "auxiliary models")
-    prompt_caching: PromptCachingConfig = group(PromptCachingConfig, "Anthropic prompt caching (SPEC §5)")
+    prompt_caching: PromptCachingConfig = group(PromptCachingConfig, "Anthropic prompt caching markers")
     context: ContextConfig = group(ContextConfig, "the context engine (set by engine=NAME)")
     plugins: PluginsConfig = group(PluginsConfig, "plugin search path")
     replay: ReplayConfig = group(ReplayConfig, "the live agent's bill per conversation (hermes_pipeline/replay.py)")

@@ -16,6 +16,7 @@ import pickle
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator
 
+from hermes_pipeline.config import ConfigError
 from hermes_pipeline.runners.local import in_order
 
 TASKS_PER_THREAD = 4     # submitted ahead per worker thread: no worker idles behind a slow head, bounded memory
@@ -49,7 +50,11 @@ class DaskRunner:
         import dask
         from dask.distributed import Client, LocalCluster   # imported only when asked for: it costs seconds
         if self.address:
-            self.client = Client(self.address)
+            try:
+                self.client = Client(self.address, timeout="10s")
+            except (OSError, TimeoutError) as error:
+                raise ConfigError(f"runner.address={self.address}: no Dask scheduler answered there "
+                                  f"({type(error).__name__}: {error})") from None
         else:
             # local workers forked from this process start with every module already imported
             with dask.config.set({"distributed.worker.multiprocessing-method": self.start_method}):

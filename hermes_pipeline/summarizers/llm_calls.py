@@ -130,9 +130,9 @@ class LLMCalls:
         """auxiliary.compression.model, else the run's model if this provider serves it, else default_model."""
         if summary_model:
             return str(summary_model)
-        if run_model and (not self.official_endpoint or PROVIDER_MODELS[self.provider].match(str(run_model))):
+        if run_model and PROVIDER_MODELS[self.provider].match(str(run_model)):
             return str(run_model)
-        return str(default_model or run_model or "")
+        return str(default_model or run_model or "")   # a compatible server's own model: auxiliary.compression.model
 
     @property
     def label(self) -> str:
@@ -147,7 +147,7 @@ class LLMCalls:
                 f"{self.name} summarizer: no model (set auxiliary.compression.model or model.name)")
         if self.official_endpoint and not PROVIDER_MODELS[self.provider].match(self.model):
             raise SummarizerFatalError(
-                f"auxiliary.compression.model={self.model!r} is not a {self.provider} model, but "
+                f"auxiliary.compression.model={self.model!r} is not an {self.provider} model, but "
                 f"summarizer={self.name} calls the {self.provider} API: name one of its models, pick the "
                 "summarizer of that model's provider, or set auxiliary.compression.base_url for a compatible server")
         if self.require_api_key and not self._api_key():
