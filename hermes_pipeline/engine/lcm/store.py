@@ -22,6 +22,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 import zlib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -131,12 +132,26 @@ class LCMStore:
                                    timeout=BUSY_TIMEOUT_MS / 1000)
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             if not self.readonly:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.executescript(SCHEMA)
+                self._set_up(conn)
             conn.create_function("lcm_regexp", 3, _regexp, deterministic=True)
             self._conn, self._pid = conn, os.getpid()
         return self._conn
+
+    def _set_up(self, conn: sqlite3.Connection) -> None:
+        """WAL mode and the tables. Switching the journal mode fails at once with "database is locked"
+        (SQLite does not busy-wait there) while another connection opens the same store: retried until
+        the busy timeout. (No flock on the file: closing any descriptor of it drops SQLite's own locks.)"""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.executescript(SCHEMA)
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def close(self) -> None:
         with self._lock:
