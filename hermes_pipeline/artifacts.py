@@ -191,11 +191,17 @@ def shell_file_actions(command: str) -> list[tuple[str, str]]:
 # -- tool calls ----------------------------------------------------------------------------
 
 def call_arguments(call: dict) -> dict:
+    """A call's arguments as a dict. Shared with every caller (parsed once per text): read it, never change it."""
     raw = (call.get("function") or {}).get("arguments")
     if isinstance(raw, dict):
         return raw
+    return _parsed_arguments(raw) if isinstance(raw, str) else {}
+
+
+@functools.lru_cache(maxsize=8192)   # the probes, the summarizer and the score read each call several times
+def _parsed_arguments(raw: str) -> dict:
     try:
-        parsed = json.loads(raw) if isinstance(raw, str) else {}
+        parsed = json.loads(raw)
     except ValueError:
         return {"_raw": raw}
     return parsed if isinstance(parsed, dict) else {"_raw": raw}
@@ -219,12 +225,27 @@ def paired_results(messages: list[dict], index: int) -> list[tuple[dict, dict | 
     return [(call, row, position[id(row)] if row is not None else index) for call, row in zip(turn.calls, turn.answers)]
 
 
+RESULT_HEAD_CHARS = 300   # file_actions reads no further into a call's result
+
+
 def file_actions(call: dict, result: dict | None) -> list[tuple[str, str]]:
     """(path, action) for one tool call: written/edited/deleted/moved, or read."""
     name = str((call.get("function") or {}).get("name") or "")
-    args = call_arguments(call)
-    output = message_text(result) if result else ""
-    failed = bool(result) and bool(_FAILED_RESULT.search(output[:300]))
+    raw = (call.get("function") or {}).get("arguments")
+    head = message_text(result)[:RESULT_HEAD_CHARS] if result else None
+    if isinstance(raw, str):   # a pure function of these three: worked out once per conversation
+        return list(_file_actions(name, raw, head))
+    return list(_file_actions_uncached(name, call_arguments(call), head))
+
+
+@functools.lru_cache(maxsize=8192)
+def _file_actions(name: str, raw: str, head: str | None) -> tuple[tuple[str, str], ...]:
+    return _file_actions_uncached(name, _parsed_arguments(raw), head)
+
+
+def _file_actions_uncached(name: str, args: dict, head: str | None) -> tuple[tuple[str, str], ...]:
+    output = head or ""
+    failed = head is not None and bool(_FAILED_RESULT.search(output))
     found: list[tuple[str, str]] = []
     subcommand = args.get("command") if isinstance(args.get("command"), str) else ""
     if subcommand in ("create", "str_replace", "insert", "view", "undo_edit"):
@@ -261,7 +282,13 @@ def file_actions(call: dict, result: dict | None) -> list[tuple[str, str]]:
         found = [(p, a) for p, a in found if a == "read"]
     if action == "written" and "updated" in output[:200].lower():
         found = [(p, "edited" if a == "written" else a) for p, a in found]
-    return [(canonical_path(p), a) for p, a in found if _checkable(canonical_path(p))]
+    return tuple((canonical_path(p), a) for p, a in found if _checkable(canonical_path(p)))
+
+
+def forget_calls() -> None:
+    """Empty the per-text caches of tool calls (tool_output.forget_texts calls this after a conversation)."""
+    _parsed_arguments.cache_clear()
+    _file_actions.cache_clear()
 
 
 def shell_command(call: dict) -> str | None:

@@ -41,7 +41,7 @@ from hermes_pipeline.artifacts import (
     path_tokens, shell_command, string_leaves,
 )
 from hermes_pipeline.tool_output import (
-    clip_verbatim, error_lines, error_probe_text, identifier_candidates, normalize, use_tokens,
+    WantedIdentifiers, clip_verbatim, error_lines, error_probe_text, identifier_candidates, normalize, use_tokens,
 )
 from hermes_pipeline.transcript import is_summary_message, message_text, role, tool_calls
 
@@ -135,20 +135,22 @@ def extract_probes(messages: list[dict], removed_indices: Iterable[int], max_err
     first_seen: dict[str, tuple[int, str | None]] = {}      # id -> (index, what it is if first seen in a result)
     last_use: dict[str, int] = {}
     position = 0
+    used_tokens = {index: use_tokens(_used_text(message)) for index, message in enumerate(messages)
+                   if role(message) != "tool"}
+    # only a value some turn uses can become a probe: patterns that cannot yield one are not run
+    wanted = WantedIdentifiers(set().union(*used_tokens.values()))
     for index, message in enumerate(messages):
         r = role(message)
         if r == "tool":
             if index <= last_removed:      # a value first seen after the middle cannot be one of its probes
-                for value, kind in identifier_candidates(message_text(message)):
+                for value, kind in identifier_candidates(message_text(message), wanted):
                     first_seen.setdefault(value, (index, kind))
             continue
-        text = message_text(message)
         if r == "user" and index in removed and not is_summary_message(message):
             substance = substantive_user_text(message)
             if substance:
                 probes.user_turns.append(user_turn_units(substance))
-        used = text + "\n" + "\n".join(s for c in tool_calls(message) for s in string_leaves(call_arguments(c)))
-        for token in use_tokens(used):
+        for token in used_tokens[index]:
             first_seen.setdefault(token, (index, None))
             last_use[token] = index
         if r != "assistant" or not tool_calls(message):
@@ -188,6 +190,12 @@ def extract_probes(messages: list[dict], removed_indices: Iterable[int], max_err
         if kind is not None and index in removed and last_use.get(value, -1) > index:
             probes.identifiers[value] = kind
     return probes
+
+
+def _used_text(message: dict) -> str:
+    """What a turn says and passes to its tools: where its use of a value shows."""
+    return message_text(message) + "\n" + "\n".join(
+        s for c in tool_calls(message) for s in string_leaves(call_arguments(c)))
 
 
 def conversation_text(messages: list[dict]) -> str:

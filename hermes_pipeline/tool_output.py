@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import re
 
+from hermes_pipeline import artifacts
 from hermes_pipeline.artifacts import command_programs
 
 ERROR_CHARS = 160         # an error line is matched on its first characters (summaries clip long ones)
@@ -153,10 +154,42 @@ def _id_patterns(text: str):
             yield kind, pattern
 
 
-def identifier_candidates(text: str) -> list[tuple[str, str]]:
-    """(value, what it is) for id-like tokens of a tool result; the JSON key names it when there is one."""
+# Kinds whose values are plain words (no characters rstrip or a URL can add): a value of one of these
+# kinds is matched whole by its own pattern, so a used token no pattern matches whole is not of that kind.
+_WORD_KINDS = ("uuid", "hash", "code", "id", "number")
+_FEW = 24     # up to this many wanted values of a kind, a text is searched for them before the pattern runs
+
+
+class WantedIdentifiers:
+    """Which identifier patterns can yield a value that matters (one of `tokens`), and where.
+
+    A tool result's identifier only becomes a probe when a later turn uses it, so
+    a pattern none of whose values is among the used tokens need not run at all,
+    and one with few wanted values only on texts that contain one of them. The
+    values found are those identifier_candidates finds, less ones that cannot
+    matter.
+    """
+
+    def __init__(self, tokens: set[str] | frozenset[str]):
+        self.values = {kind: {t for t in tokens if pattern.fullmatch(t)} for kind, pattern in _ID_PATTERNS
+                       if kind in _WORD_KINDS}
+
+    def may_yield(self, kind: str, text: str) -> bool:
+        values = self.values.get(kind)
+        if values is None:
+            return True
+        return bool(values) and (len(values) > _FEW or any(v in text for v in values))
+
+
+def identifier_candidates(text: str, wanted: WantedIdentifiers | None = None) -> list[tuple[str, str]]:
+    """(value, what it is) for id-like tokens of a tool result; the JSON key names it when there is one.
+
+    With `wanted`, patterns that cannot yield a wanted value in this text are not run.
+    """
     out: list[tuple[str, str]] = []
     for kind, pattern in _id_patterns(text):
+        if wanted is not None and not wanted.may_yield(kind, text):
+            continue
         for match in pattern.finditer(text):
             value = match.group(0).rstrip(".,;:")
             key = _KEY_BEFORE.search(text, max(0, match.start() - 160), match.start())
@@ -178,7 +211,8 @@ def use_tokens(text: str) -> frozenset[str]:
 
 def forget_texts() -> None:
     """Empty the caches above (and the command parser's): they serve one conversation, read twice
-    (probes, then summary and score); emptied after each one, memory follows the largest conversation."""
+    (probes, then summary and score); the parsed tool calls too; emptied after each one, memory follows the largest conversation."""
     error_lines.cache_clear()
     use_tokens.cache_clear()
     command_programs.cache_clear()
+    artifacts.forget_calls()

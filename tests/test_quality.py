@@ -1,10 +1,13 @@
 """The quality probes and score, on small hand-made conversations, and the Artifact Trail guard."""
 import json
 
+from hypothesis import given, settings, strategies as st
+
 from tests.helpers.builders import assistant, calls, result, system, user
 from hermes_pipeline.quality import WEIGHTS, compaction_bounds, extract_probes, score
 from hermes_pipeline.summarizers.trail import HEADING, artifact_trail_patch
 from hermes_pipeline.tokens import TokenCounter
+from hermes_pipeline.tool_output import WantedIdentifiers, identifier_candidates
 from hermes_pipeline.transcript import SUMMARY_PREFIX
 
 
@@ -228,3 +231,38 @@ def test_the_trail_puts_open_errors_first_when_the_budget_is_short():
     room = counter.count_text(base + f"\n\n{HEADING}\nNot named above, from the compacted turns:") + 20
     text, missed = artifact_trail_patch(base, probes, room, counter)
     assert "main.c:1:1: error: expected ';'" in text and "/p/f" not in text and missed["left_out"] == 3
+
+
+# -- only identifiers that can matter are looked for -----------------------------------------
+
+_FRAGMENTS = ["NO6JO3", "AIXC49", "3f9ae36d1", "deadbeef42", "mia_li_3668", "credit_card_4421486", "#1234",
+              "1234567", "550e8400-e29b-41d4-a716-446655440000", "https://ex.com/pr/7", "a@b.io", "localhost:8080",
+              '"price": 1859', '"user_id": ', "[", "]", ", ", ":", ".", " ", "\n", "word", "X", "_", "9", "a1"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=40), st.sets(st.sampled_from(_FRAGMENTS + ["ZZZ99"])))
+def test_a_pattern_skipped_for_want_of_used_values_loses_no_value_that_matters(parts, used):
+    text = "".join(parts)
+    used = set(used) | {v for v, _ in identifier_candidates(text)[:1]}   # at times one that is there
+    matters = lambda found: [(v, k) for v, k in found if v in used]
+    assert matters(identifier_candidates(text, WantedIdentifiers(used))) == matters(identifier_candidates(text))
+
+
+class _EveryPattern(WantedIdentifiers):
+    def may_yield(self, kind, text):
+        return True
+
+
+def test_probes_of_real_sessions_are_the_same_with_and_without_the_identifier_filter(monkeypatch):
+    import hermes_pipeline.quality as quality
+    from tests.helpers.env import REAL
+    from tests.helpers.sessions import read_conversations
+    conversations = [c for path in sorted(REAL.rglob("*.jsonl")) for c in read_conversations(path)
+                     if len(c.messages) >= 12]
+    assert len(conversations) >= 10
+    filtered = [extract_probes(c.messages, range(3, len(c.messages) - 6)) for c in conversations]
+    monkeypatch.setattr(quality, "WantedIdentifiers", _EveryPattern)
+    everything = [extract_probes(c.messages, range(3, len(c.messages) - 6)) for c in conversations]
+    assert filtered == everything
+    assert sum(len(p.identifiers) for p in everything) >= 5   # the comparison covers identifiers at all
