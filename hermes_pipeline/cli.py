@@ -183,6 +183,19 @@ def _print_help() -> None:
     sys.stdout.write(help_text(cfg))
 
 
+# Options that can bring in a config setting `hydra.mode` (ours never set it)
+_MODE_SOURCES = ("hydra.mode", "+hydra.mode", "~hydra.mode", "hydra/", "--config", "-cd", "-cn", "-cp")
+
+
+def _compose_once(argv: list[str]) -> None:
+    """Hydra composes the whole config a second time only to read `hydra.mode`, which is unset (None)
+    unless the command line or another config sets it: then its own lookup stays. Saves ~0.05 s a run."""
+    if any(arg.startswith(_MODE_SOURCES) for arg in argv):
+        return
+    from hydra._internal.hydra import Hydra
+    Hydra.get_mode = lambda self, config_name, overrides: None
+
+
 def main() -> None:
     argv = _expand_shorthand(sys.argv[1:])
     os.environ["HERMES_RUN_PID"] = str(os.getpid())   # ${pid:} in folder names: this run's, in its workers too
@@ -200,6 +213,7 @@ def main() -> None:
         print(f"hermes-pipeline: error: {error}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
     sys.argv = [sys.argv[0], *argv]
+    _compose_once(argv)
     try:
         _hydra_entry()
         from hermes_pipeline.sweep_report import sweep_exit_codes

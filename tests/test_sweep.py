@@ -184,3 +184,13 @@ def test_the_default_sweep_folder_holds_every_point_under_joblib_too(tmp_path):
     (folder,) = (tmp_path / "runs" / "multirun").glob("*/*")
     assert sorted(p.name for p in folder.iterdir() if p.is_dir()) == ["0", "1", "2", "3"]
     assert len(csv_rows(folder / "sweep.csv")) == 4 and "sweep report:" in result.stdout
+
+
+def test_hydra_mode_multirun_given_as_an_override_still_sweeps(tmp_path):
+    """The run skips Hydra's second composition (it only reads `hydra.mode`), except when the mode is given."""
+    command = [sys.executable, "-m", "hermes_pipeline", "hydra.mode=MULTIRUN", f"hydra.sweep.dir={tmp_path / 's'}",
+               "progress=none", "quiet=true", *SMALL, "compression.threshold=0.4,0.6"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(p.name for p in (tmp_path / "s").iterdir() if p.is_dir()) == ["0", "1"]
+    assert len(csv_rows(tmp_path / "s" / "sweep.csv")) == 2
