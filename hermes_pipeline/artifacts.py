@@ -265,15 +265,16 @@ def _file_actions_uncached(name: str, args: dict, head: str | None) -> tuple[tup
             if isinstance(args.get(key), str):
                 found.append((args[key], action))
     for text in string_leaves({k: v for k, v in args.items() if k not in PATH_KEYS}):
-        for add, path, moved in _PATCH_HEADER.findall(text):
+        # each header holds its literal: a file's content without one is not scanned line by line
+        for add, path, moved in _PATCH_HEADER.findall(text) if "*** " in text else ():
             if add or moved:
                 found.append((path or moved, {"Add": "written", "Update": "edited", "Delete": "deleted"}.get(add, "written")))
-        for old, new in _DIFF_HEADER.findall(text):
+        for old, new in _DIFF_HEADER.findall(text) if "--- " in text and "\n+++ " in text else ():
             if new == "/dev/null":
                 found.append((old, "deleted"))
             else:
                 found.append((new, "written" if old == "/dev/null" else "edited"))
-        if action == "edited":
+        if action == "edited" and "§" in text:
             found += [(p, "edited") for p in _SECTION_PATH.findall(text)]
     if SHELL_TOOL.search(name) and subcommand not in ("view", "create", "str_replace", "insert"):
         command = next((args[k] for k in ("command", "cmd", "script") if isinstance(args.get(k), str)), "")

@@ -65,8 +65,29 @@ def _error_hits(text: str) -> set[int]:
         needs = _ERROR_NEEDS[index]
         if index in (0, 3) or (needs is not None and not any(literal in text for literal in needs)):
             continue
-        hits.update(m.start() for m in pattern.finditer(text))
+        if index in _LINE_START_PATTERNS:
+            hits.update(_line_start_hits(text, pattern, needs))
+        else:
+            hits.update(m.start() for m in pattern.finditer(text))
     return hits
+
+
+_LINE_START_PATTERNS = (1, 2, 4, 5)   # (?m)^... without a newline inside: at most one match a line, at its start
+
+
+def _line_start_hits(text: str, pattern: re.Pattern, literals: tuple[str, ...]) -> list[int]:
+    """Where a line-start pattern matches, trying only the lines that hold one of its literals
+    (the same positions as a scan of the whole text, without scanning the lines that cannot match)."""
+    lines: set[tuple[int, int]] = set()
+    for literal in literals:
+        at = text.find(literal)
+        while at >= 0:
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at)
+            end = len(text) if end < 0 else end
+            lines.add((start, end))
+            at = text.find(literal, end)
+    return [m.start() for start, end in lines if (m := pattern.match(text, start, end))]
 
 
 @functools.lru_cache(maxsize=4096)   # the score and the summarizer read the same tool outputs

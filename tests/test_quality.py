@@ -266,3 +266,18 @@ def test_probes_of_real_sessions_are_the_same_with_and_without_the_identifier_fi
     everything = [extract_probes(c.messages, range(3, len(c.messages) - 6)) for c in conversations]
     assert filtered == everything
     assert sum(len(p.identifiers) for p in everything) >= 5   # the comparison covers identifiers at all
+
+
+_LOG_FRAGMENTS = ["Error", "ValueError: bad", "Exception", "  E   assert 1", "E\tx", "FAIL", "FAILED", "fatal",
+                  "fatal: no", "\n", "\n  ", " ", "\t", ":", "x", "error: y", "make: *** [a] Error 2", "def f():"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_LOG_FRAGMENTS), max_size=30))
+def test_error_lines_found_line_by_line_are_those_a_scan_of_the_whole_text_finds(parts):
+    from hermes_pipeline.tool_output import ERROR_PATTERNS, _LINE_START_PATTERNS, _error_hits
+    text = "".join(parts)
+    whole = {m.start() for i in _LINE_START_PATTERNS for m in ERROR_PATTERNS[i].finditer(text)}
+    assert whole <= _error_hits(text)
+    others = {m.start() for i, p in enumerate(ERROR_PATTERNS) if i not in _LINE_START_PATTERNS for m in p.finditer(text)}
+    assert _error_hits(text) == whole | others

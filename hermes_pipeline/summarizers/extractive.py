@@ -263,15 +263,15 @@ class ExtractiveSummarizer(Summarizer):
         """A command or an action tool call with its outcome; reads, writes and plans are listed elsewhere."""
         name = str((call.get("function") or {}).get("name") or "tool")
         args = call_arguments(call)
-        output = message_text(result) if result else ""
-        status = "no result" if result is None else "failed" if error_lines(output) else "ok"
+        # only the lines written below say how a call ended: a file read is never scanned for errors
+        status = lambda: "no result" if result is None else "failed" if error_lines(message_text(result)) else "ok"
         command = shell_command(call)
         if command is not None:
-            c.add("### Done", f"- `{_clip(command, 120)}` -> {status}", CHATTER, order)
+            c.add("### Done", f"- `{_clip(command, 120)}` -> {status()}", CHATTER, order)
         elif name != "think" and not file_actions(call, result) and not any(k in args for k in _PLAN_KEYS):
             subject = ", ".join(f"{k}={v}" for k, v in args.items() if isinstance(v, (str, int, float)) and len(str(v)) < 60)
             rank = RECENT if _MUTATION.search(name) else CHATTER   # what changed the world outranks look-ups
-            c.add("### Done", f"- {name}({_clip(subject, 120)}) -> {status}", rank, order)
+            c.add("### Done", f"- {name}({_clip(subject, 120)}) -> {status()}", rank, order)
 
     @staticmethod
     def _latest_plan(messages: list[dict], start: int) -> tuple[list[dict], int] | None:
