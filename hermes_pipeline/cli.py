@@ -52,7 +52,7 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     from hermes_pipeline.console import print_table
     from hermes_pipeline.inputs import resolve_inputs
     from hermes_pipeline.replay_run import settings_from_config as replay_settings, summary_prices
-    from hermes_pipeline.run_folder import RunFolder
+    from hermes_pipeline.run_folder import RunFolder, run_log
     from hermes_pipeline.runners.executor import Executor, RunOptions
     from hermes_pipeline.state import OutputLocked
     started = time.perf_counter()
@@ -76,6 +76,11 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
         folder.write_summary({"status": "stopped", "stopped": str(error), "exit_code": EXIT_STOPPED,
                               "conversations": 0})
         return EXIT_STOPPED
+    run_log.info("hermes-pipeline %s: input %s (%d file(s), %.1f MB); engine %s, summarizer %s, runner %s; "
+                 "output %s%s", __version__, cfg.input.path, len(inputs),
+                 sum(f.path.stat().st_size for f in inputs) / 1e6, built.resolved.name,
+                 getattr(built.summarizer, "name", "?"), getattr(built.runner, "name", "?"),
+                 output_dir or f"{run_dir}/transcripts", ", incremental" if cfg.incremental.enabled else "")
     if not cfg.quiet:
         _to_stdout(lambda: [print(line, flush=True) for line in (built.caching.status_line(), built.runner.describe())
                             if line])
@@ -102,9 +107,14 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
                              summarizer_prices=summary_prices(cfg, getattr(built.summarizer, "model", None)).to_dict())
     if totals.interrupted:
         summary["stopped"] = f"interrupted by {' then '.join(dict.fromkeys(_signals)) or 'a signal'}"
-    code, why = exit_code(summary, getattr(built.summarizer, "max_fallback_share", None))
+    code, why = exit_code(summary, getattr(built.summarizer, "max_fallback_share", None), run_dir)
     summary["exit_code"] = code
     folder.write_summary(summary)
+    statuses = ", ".join(f"{n} {status}" for status, n in summary["statuses"].items() if n) or "none"
+    skipped = summary.get("skipped_unchanged", 0)
+    run_log.info("finished: %s, exit status %d%s; records: %s%s; %.1f s", summary["status"], code,
+                 f" ({why})" if why else "", statuses,
+                 f"; {skipped} skipped (unchanged since the last run)" if skipped else "", summary["wall_seconds"])
     _ignore_signals()
     if not cfg.quiet:
         _to_stdout(lambda: (print_table(summary), print(f"run folder: {run_dir}", flush=True)))

@@ -41,11 +41,16 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._task, statuses=" ".join(f"{k}={v}" for k, v in sorted(self.statuses.items())))
         elif self.mode == "log" and time.monotonic() - self._last_log >= LOG_EVERY_SECONDS:
-            self._last_log = time.monotonic()
-            share = 100.0 * self.done / self.total if self.total else 100.0
-            log.info("progress: %.0f%% of input read, %s", share, dict(self.statuses))
+            self._log_line()
+
+    def _log_line(self) -> None:
+        self._last_log = time.monotonic()
+        share = 100.0 * self.done / self.total if self.total else 100.0
+        log.info("progress: %.0f%% of input read, %s", share, dict(self.statuses))
 
     def __exit__(self, *exc):
         if self._bar is not None:
             self._bar.stop()
+        elif self.mode == "log":
+            self._log_line()     # where the run ended, however short it was
         return False

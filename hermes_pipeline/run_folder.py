@@ -7,6 +7,7 @@ folder holds an INCOMPLETE marker, so a run that died says so.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import time
@@ -22,6 +23,9 @@ from hermes_pipeline.replay_run import ReplayTotals
 from hermes_pipeline.transcript import Conversation
 
 INCOMPLETE = "INCOMPLETE"
+# The run's own log, `cli.log` in the run folder: start, each file, each record set aside, the end.
+# conf/config.yaml sends it to that file only, so the console shows what it showed before.
+run_log = logging.getLogger("hermes_pipeline.run_log")
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 

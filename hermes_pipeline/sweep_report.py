@@ -242,7 +242,7 @@ def write_report(dirs, out: Path) -> dict[str, Path]:
         raise FileNotFoundError(f"no run folders with a summary.json under {', '.join(map(str, dirs))}")
     ordered, cost_axis, quality_axis = rank(points)
     out.mkdir(parents=True, exist_ok=True)
-    title = str(out)
+    title = ", ".join(map(str, dirs))    # what was compared, wherever the report is written
     written = {"csv": out / "sweep.csv", "md": out / "sweep.md"}
     write_csv(ordered, written["csv"])
     write_markdown(ordered, cost_axis, quality_axis, written["md"], title)

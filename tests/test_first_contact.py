@@ -136,3 +136,26 @@ def test_piping_the_output_into_a_reader_that_stops_early_is_not_an_error(tmp_pa
     assert process.returncode == 0, err
     assert b"Traceback" not in err
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["exit_code"] == 0
+
+
+def test_cli_log_tells_the_run_and_a_quiet_run_names_its_quarantine(tmp_path):
+    """cli.log is the run's own log (start, each file, each record set aside, the end), and stays out of the
+    console; the one line a quiet run prints names the quarantine file it points to."""
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "good.jsonl").write_bytes(TAU_BENCH.read_bytes().split(b"\n", 2)[0] + b"\n")
+    (inputs / "bad.jsonl").write_bytes(TAU_BENCH.read_bytes().split(b"\n", 2)[1] + b"\n{not json\n")
+    run_dir = tmp_path / "run"
+    result = run_cli(run_dir, f"input={inputs}")
+    assert result.returncode == 2, result.stderr
+    log = (run_dir / "cli.log").read_text()
+    assert f"input {inputs} (2 file(s)" in log and "engine compressor, summarizer extractive" in log
+    assert f"quarantined: {inputs / 'bad.jsonl'}:2: malformed JSON" in log
+    assert "bad.jsonl: 1 quarantined, 1 unchanged" in log and "good.jsonl: 1 unchanged" in log
+    assert "finished: complete, exit status 2 (1 record(s) quarantined" in log
+    assert "records: 2 unchanged, 1 quarantined;" in log
+    assert "run_log" not in result.stdout + result.stderr                  # the console shows what it did before
+    assert "progress: 100% of input read" in result.stdout                 # progress=log: a last line, however short
+    quiet = run_cli(tmp_path / "quiet", f"input={inputs}", "quiet=true")
+    assert quiet.returncode == 2 and quiet.stdout == ""
+    assert quiet.stderr.strip() == f"hermes-pipeline: 1 record(s) quarantined; see {tmp_path / 'quiet'}/quarantine.jsonl"

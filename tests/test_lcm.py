@@ -424,3 +424,17 @@ def test_a_model_summary_and_its_fallback_both_carry_the_pointers(tmp_path):
         summary = [visible_text(m) for m in outputs[row["id"]]["messages"] if is_summary_message(m)][-1]
         assert f"Stored originals: {row['lcm_span']} (messages " in summary
         assert ("Request digest: sha256:" in summary) == (not row["fallback"])     # the model's text, or not
+
+
+def test_grep_into_a_reader_that_stops_early_ends_quietly(tmp_path_factory):
+    """`hermes-pipeline-lcm grep . | head -1`: no traceback when the reader goes away."""
+    _, run_dir, _ = lcm_run(tmp_path_factory, "repo")
+    everything = lcm(run_dir / "lcm.sqlite", "grep", ".")
+    assert len(everything.stdout.encode()) > 128 << 10     # more than a pipe holds (64 KiB): the writer meets the closed end
+    reader = subprocess.Popen([str(LCM_CLI), "--store", str(run_dir / "lcm.sqlite"), "grep", "."],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = reader.stdout.readline()
+    reader.stdout.close()
+    stderr = reader.stderr.read().decode()
+    assert reader.wait(timeout=60) == 0 and first.count(b"\t") == 2
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr

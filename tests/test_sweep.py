@@ -141,6 +141,7 @@ def test_report_command_works_on_runs_without_replay_or_with_a_quality_score(tmp
     (row,) = csv_rows(tmp_path / "r1" / "sweep.csv")
     assert row["replay_cost_usd"] == "" and row["pareto"] == "yes"
     assert "summarizer cost" in (tmp_path / "r1" / "sweep.md").read_text()
+    assert (tmp_path / "r1" / "sweep.md").read_text().startswith(f"# Sweep report: {old}\n")   # what it compares
     for folder, score in ((old, 0.9), (scored, 0.7)):
         summary = json.loads((folder / "summary.json").read_text())
         summary["quality"] = {"score": score}

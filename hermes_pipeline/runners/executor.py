@@ -19,7 +19,7 @@ from hermes_pipeline.inputs import InputFile
 from hermes_pipeline.jsonl import Rejected, quarantine_row
 from hermes_pipeline.output_tree import OutputTree
 from hermes_pipeline.progress import Progress
-from hermes_pipeline.run_folder import RunFolder, RunTotals, problem_row
+from hermes_pipeline.run_folder import RunFolder, RunTotals, problem_row, run_log
 from hermes_pipeline.runners.compaction import Done, RecordOptions, compact_conversation, needs_engine
 from hermes_pipeline.runners.work_stream import FileEnd, FileSkipped, FileStart, FileWork, Reused, WorkStream, \
     reusable
@@ -77,6 +77,8 @@ class Executor:
         options = RecordOptions(self.options.output_format, self.options.engine_fallback, self.options.replay)
         for item in self.runner.map(partial(compact_conversation, options), stream, needs_engine):
             if isinstance(item, FileSkipped):
+                run_log.info("%s: unchanged since the last run, its %d conversation(s) kept", item.work.rel,
+                             item.work.unchanged_items)
                 self.totals.skipped_unchanged += item.work.unchanged_items
                 self.totals.files += 1
                 self.totals.bytes_in += item.work.stat.st_size
@@ -98,6 +100,8 @@ class Executor:
         self.totals.bytes_out += out_size or 0
         self.totals.bytes_in += work.stat.st_size if complete else 0
         self.totals.files += complete
+        done = ", ".join(f"{count} {status}" for status, count in sorted(work.statuses.items())) or "no records"
+        run_log.info("%s: %s%s", work.rel, done, "" if complete else " (stopped before its end)")
         if complete and self.state is not None:
             # a file with a conversation to try again (a fallback, a failure) is never skipped whole
             self.totals.removed += self.state.file_done(work.rel, work.stat, out_size, work.items,
@@ -126,6 +130,7 @@ class Executor:
             work.sink.write(found.output)
         self.state.seen(work.rel, key)
         self.totals.skipped_unchanged += 1
+        work.statuses["kept as last written"] += 1
 
     def _done(self, work: FileWork, key: str, done: Done) -> None:
         row = done.row
@@ -133,7 +138,8 @@ class Executor:
         checkpoint("committed")
         if done.quarantine is not None:
             self.folder.quarantine.write(done.quarantine)
-        self._row(row)
+            run_log.warning("set aside (%s): %s", row["status"], row.get("error"))
+        self._row(work, row)
         checkpoint("listed")
         if done.data is not None:
             work.sink.write(done.data)
@@ -148,9 +154,11 @@ class Executor:
             self.folder.quarantine.write(qrow)
         else:                        # too long to hold: copied from the input in chunks
             self.folder.quarantine_rejected(fields, item)
-        self._row(row)
+        run_log.warning("quarantined: %s", reason)
+        self._row(work, row)
 
-    def _row(self, row: dict) -> None:
+    def _row(self, work: FileWork, row: dict) -> None:
+        work.statuses[row["status"]] += 1
         self.folder.manifest.write(row)
         self.totals.add(row)
         self.progress.note(row["status"])

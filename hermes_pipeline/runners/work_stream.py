@@ -46,6 +46,7 @@ class FileWork:
     retry_later: bool = False      # a conversation to try again next run: the file is never skipped whole
     cut_short: bool = False        # a stop came before its last record
     unchanged_items: int | None = None   # found as last written: nothing read
+    statuses: Counter = field(default_factory=Counter)   # what became of its records, for the run log
 
 
 @dataclass(frozen=True)

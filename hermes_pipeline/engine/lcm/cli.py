@@ -13,6 +13,7 @@ Exit status: 0 found, 1 nothing found (grep) or an unknown id (expand), 2 usage 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sqlite3
 import sys
@@ -61,9 +62,22 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, sqlite3.Error, re.error) as error:
         print(f"hermes-pipeline-lcm: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:       # the reader went away (`| head -1`): it had what it wanted
+        _stdout_to_devnull()
+        return 0
     finally:
-        out.flush()
+        try:
+            out.flush()
+        except BrokenPipeError:
+            _stdout_to_devnull()
         store.close()
+
+
+def _stdout_to_devnull() -> None:
+    """Python flushes stdout again at exit: into a closed pipe that would print a traceback."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def run() -> None:
