@@ -23,12 +23,12 @@ TASKS_PER_THREAD = 4     # submitted ahead per worker thread: no worker idles be
 _engines: dict[str, Any] = {}   # on a worker: engines built so far, by config token
 
 
-def _on_worker(make_engine: Callable[[], Any], token: str, work: Callable, item: Any) -> Any:
+def _on_worker(make_engine: Callable[[], Any], token: str, work: Callable, packed: bytes) -> Any:
     """Runs on a worker: the engine is built once per worker process and config."""
     engine = _engines.get(token)
     if engine is None:
         engine = _engines[token] = make_engine()
-    return work(engine, item)
+    return work(engine, pickle.loads(packed))
 
 
 class DaskRunner:
@@ -69,7 +69,9 @@ class DaskRunner:
         return max(1, sum(self.client.nthreads().values()))
 
     def map(self, work: Callable[[Any, Any], Any], items: Iterable, needs_work: Callable[[Any], bool]) -> Iterator:
-        submit = lambda item: self.client.submit(_on_worker, self.make_engine, self.token, work, item, pure=False)
+        # a conversation travels as one pickled blob: the scheduler passes it on without unpacking it
+        submit = lambda item: self.client.submit(_on_worker, self.make_engine, self.token, work,
+                                                 pickle.dumps(item, protocol=5), pure=False)
         return in_order(submit, items, self.threads() * TASKS_PER_THREAD, needs_work, partial(work, None))
 
     def describe(self) -> str:
