@@ -33,7 +33,8 @@ def clean(tmp_path_factory):
     base = tmp_path_factory.mktemp("clean")
     result = run_cli(base / "run", f"input={REAL}", f"output.dir={base / 'out'}", *SETTINGS)
     assert result.returncode == 0, result.stderr
-    return tree_digest(base / "out"), len(read_jsonl(base / "run" / "manifest.jsonl"))
+    rows = read_jsonl(base / "run" / "manifest.jsonl")
+    return tree_digest(base / "out"), len(rows), [(r["source"], r["status"], r["tokens_after"]) for r in rows]
 
 
 @pytest.fixture
@@ -261,6 +262,8 @@ def test_dask_with_two_workers_writes_the_bytes_of_the_local_runner(tmp_path, cl
     assert result.returncode == 0, result.stderr
     assert "runner: dask, LocalCluster of 2 worker(s)" in result.stdout and "dashboard: http://" in result.stdout
     assert tree_digest(tmp_path / "out") == clean[0]
+    rows = read_jsonl(tmp_path / "run" / "manifest.jsonl")     # many small conversations share a task
+    assert [(r["source"], r["status"], r["tokens_after"]) for r in rows] == clean[2]   # same rows, in input order
     again = run_cli(tmp_path / "run2", f"input={REAL}", f"output.dir={tmp_path / 'inc'}", "incremental=true",
                     *SETTINGS, "runner=dask", "runner.n_workers=2", timeout=600)
     assert again.returncode == 0, again.stderr
