@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import resource
 import socket
 import time
 from collections import Counter
@@ -157,10 +158,17 @@ class RunTotals:
             "bytes_in": self.bytes_in,
             "bytes_out": self.bytes_out,
             "wall_seconds": round(wall_seconds, 3),
+            # CPU of this process alone: with worker processes or Dask, what reading and recording cost
+            "process_cpu_seconds": round(_own_cpu_seconds(), 3),
             "mb_per_second": round(self.bytes_in / 1e6 / wall_seconds, 3) if wall_seconds > 0 else None,
             "conversations_per_second": round(conversations / wall_seconds, 2) if wall_seconds > 0 else None,
             "stopped": self.stopped,
         }
+
+
+def _own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 class QualityTotals:
@@ -247,6 +255,6 @@ def recover_interrupted(run_dir: Path, committed: list[tuple[dict | None, dict |
     for row in rows:
         totals.add(row)
     summary = totals.summary(0.0, {}, "")
-    summary.update(wall_seconds=None, mb_per_second=None, conversations_per_second=None,
+    summary.update(wall_seconds=None, process_cpu_seconds=None, mb_per_second=None, conversations_per_second=None,
                    note="recovered by a later run: this run was killed before it could write summary.json")
     write_summary(run_dir, summary)

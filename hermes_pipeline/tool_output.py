@@ -151,28 +151,58 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
 
 
 _DIGITS = str.maketrans("0123456789", "9999999999")
-# A cheap test each pattern needs to pass before its scan (None: always scan); each one is implied
-# by the pattern, so skipping a scan never loses a match.
+# Literals each pattern cannot match without, looked up in the text or in its copy with every digit
+# made 9 (None: always scan). No pattern matches across a line, so only the lines holding one of its
+# literals are scanned: the same matches, in the same order, for a fraction of the time.
 _ID_NEEDS = {
     "url": None,
-    "email": lambda text, digits: "@" in text,
-    "uuid": lambda text, digits: _UUID_HINT.search(text) is not None,
+    "email": ("text", ("@",)),
+    "uuid": "hint",
     "hash": None,
     "code": None,
-    "id": lambda text, digits: "_999" in digits,
-    "port": lambda text, digits: "localhost:" in text or "127.0.0.1:" in text or "0.0.0.0:" in text,
-    "number": lambda text, digits: "999999" in digits or "#99" in digits,
+    "id": ("digits", ("_999",)),
+    "port": ("text", ("localhost:", "127.0.0.1:", "0.0.0.0:")),
+    "number": ("digits", ("999999", "#99")),
 }
 _UUID_HINT = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-")
 
 
+def _lines_holding(haystack: str, literals: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(start, end) of each line of `haystack` that holds one of `literals`, in order."""
+    lines = set()
+    for literal in literals:
+        at = haystack.find(literal)
+        while at >= 0:
+            end = haystack.find("\n", at)
+            end = len(haystack) if end < 0 else end
+            lines.add((haystack.rfind("\n", 0, at) + 1, end))
+            at = haystack.find(literal, end)
+    return sorted(lines)
+
+
 def _id_patterns(text: str):
-    """The identifier patterns worth running on this text."""
-    digits = text.translate(_DIGITS)
+    """(kind, pattern, spans) for the identifier patterns worth running on this text: where to run them."""
+    whole = [(0, len(text))]
+    digits = None
     for kind, pattern in _ID_PATTERNS:
         need = _ID_NEEDS[kind]
-        if need is None or need(text, digits):
-            yield kind, pattern
+        if need is None:
+            yield kind, pattern, whole
+        elif need == "hint":
+            if _UUID_HINT.search(text):
+                yield kind, pattern, whole
+        else:
+            where, literals = need
+            if where == "digits" and digits is None:
+                digits = text.translate(_DIGITS)     # the same length: its lines are the text's
+            spans = _lines_holding(text if where == "text" else digits, literals)
+            if spans:
+                yield kind, pattern, spans
+
+
+def _matches(pattern: re.Pattern, text: str, spans: list[tuple[int, int]]):
+    for start, end in spans:
+        yield from pattern.finditer(text, start, end)
 
 
 # Kinds whose values are plain words (no characters rstrip or a URL can add): a value of one of these
@@ -208,10 +238,10 @@ def identifier_candidates(text: str, wanted: WantedIdentifiers | None = None) ->
     With `wanted`, patterns that cannot yield a wanted value in this text are not run.
     """
     out: list[tuple[str, str]] = []
-    for kind, pattern in _id_patterns(text):
+    for kind, pattern, spans in _id_patterns(text):
         if wanted is not None and not wanted.may_yield(kind, text):
             continue
-        for match in pattern.finditer(text):
+        for match in _matches(pattern, text, spans):
             value = match.group(0).rstrip(".,;:")
             key = _KEY_BEFORE.search(text, max(0, match.start() - 160), match.start())
             out.append((value, key.group(1) if key else kind))
@@ -226,7 +256,8 @@ def amounts(text: str) -> list[tuple[str, str]]:
 
 @functools.lru_cache(maxsize=8192)   # the same texts are read for probes and again for the score
 def use_tokens(text: str) -> frozenset[str]:
-    tokens = {v for _, p in _id_patterns(text) for v in (m.group(0).rstrip(".,;:") for m in p.finditer(text))}
+    tokens = {m.group(0).rstrip(".,;:") for _, pattern, spans in _id_patterns(text)
+              for m in _matches(pattern, text, spans)}
     return frozenset(tokens | set(_NUMBER.findall(text)))
 
 

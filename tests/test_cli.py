@@ -49,6 +49,7 @@ def test_run_folder_contract(tau_run):
     summary = json.loads((run_dir / "summary.json").read_text())
     for key in ("statuses", "tokens_before", "tokens_after", "wall_seconds", "mb_per_second"):
         assert key in summary
+    assert 0 < summary["process_cpu_seconds"] < 600     # this process's own CPU, start-up included
     rows = read_jsonl(run_dir / "manifest.jsonl")
     assert summary["tokens_before"] == sum(r["tokens_before"] for r in rows)
     assert summary["statuses"]["compacted"] == sum(r["status"] == "compacted" for r in rows)

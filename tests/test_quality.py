@@ -281,3 +281,29 @@ def test_error_lines_found_line_by_line_are_those_a_scan_of_the_whole_text_finds
     assert whole <= _error_hits(text)
     others = {m.start() for i, p in enumerate(ERROR_PATTERNS) if i not in _LINE_START_PATTERNS for m in p.finditer(text)}
     assert _error_hits(text) == whole | others
+
+
+_ID_FRAGMENTS = _FRAGMENTS + ["ann@ex.org", "@", "#99", "#1", "user_2024", "_", "127.0.0.1:80", "0.0.0.0:5432",
+                              "99999", "999999", "-", "e29b-41d4-", "\n\n", "ABCDE1", "1a2b3c4"]
+
+
+def _every_match(text):
+    """identifier_candidates and use_tokens as a scan of the whole text with every pattern would find them."""
+    from hermes_pipeline.tool_output import _AMOUNT, _ID_PATTERNS, _KEY_BEFORE, _NUMBER
+    found = []
+    for kind, pattern in _ID_PATTERNS:
+        for m in pattern.finditer(text):
+            key = _KEY_BEFORE.search(text, max(0, m.start() - 160), m.start())
+            found.append((m.group(0).rstrip(".,;:"), key.group(1) if key else kind))
+    used = frozenset({value for value, _ in found} | set(_NUMBER.findall(text)))
+    return found + [(m.group(2), m.group(1)) for m in _AMOUNT.finditer(text)], used
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_ID_FRAGMENTS), max_size=40))
+def test_identifiers_scanned_only_on_lines_holding_a_pattern_literal_are_those_of_a_whole_scan(parts):
+    from hermes_pipeline.tool_output import use_tokens
+    text = "".join(parts)
+    candidates, used = _every_match(text)
+    assert identifier_candidates(text) == candidates
+    assert use_tokens.__wrapped__(text) == used

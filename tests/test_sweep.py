@@ -16,7 +16,7 @@ SAMPLE = ROOT / "samples" / "tau-bench-airline.jsonl"
 # smaller prompt is a cheaper one. With warm caches (the default 30 s) the summary calls and
 # the rewrites after each compaction cost more than a 4K context saves (see the README).
 SMALL = [f"input={SAMPLE}", "model.context_length=4000", "compression.protect_last_n=4", "replay.turn_gap_s=3700"]
-TIMING = ("seconds", "wall_seconds", "mb_per_second", "conversations_per_second")
+TIMING = ("seconds", "wall_seconds", "process_cpu_seconds", "mb_per_second", "conversations_per_second")
 
 
 def sweep(sweep_dir: Path, *overrides: str):
