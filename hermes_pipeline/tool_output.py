@@ -183,11 +183,14 @@ def _lines_holding(haystack: str, literals: tuple[str, ...]) -> list[tuple[int, 
     return sorted(lines)
 
 
-def _id_patterns(text: str):
-    """(kind, pattern, spans) for the identifier patterns worth running on this text: where to run them."""
+def _id_patterns(text: str, wanted: "WantedIdentifiers | None" = None):
+    """(kind, pattern, spans) for the identifier patterns worth running on this text: where to run them.
+    With `wanted`, patterns that cannot yield a wanted value here are left out first."""
     whole = [(0, len(text))]
     classes = None
     for kind, pattern in _ID_PATTERNS:
+        if wanted is not None and not wanted.may_yield(kind, text):
+            continue
         need = _ID_NEEDS[kind]
         if need is None:
             yield kind, pattern, whole
@@ -241,9 +244,7 @@ def identifier_candidates(text: str, wanted: WantedIdentifiers | None = None) ->
     With `wanted`, patterns that cannot yield a wanted value in this text are not run.
     """
     out: list[tuple[str, str]] = []
-    for kind, pattern, spans in _id_patterns(text):
-        if wanted is not None and not wanted.may_yield(kind, text):
-            continue
+    for kind, pattern, spans in _id_patterns(text, wanted):
         for match in _matches(pattern, text, spans):
             value = match.group(0).rstrip(".,;:")
             key = _KEY_BEFORE.search(text, max(0, match.start() - 160), match.start())
