@@ -109,7 +109,12 @@ def strip_heredocs(command: str) -> str:
     return "\n".join(out)
 
 
+_NOT_PLAIN = "'\"\\\x0b\x0c\x1c\x1d\x1e\x1f"   # quotes, escapes, and what str.split takes for space but shlex not
+
+
 def _words(segment: str) -> list[str]:
+    if segment.isascii() and not any(char in segment for char in _NOT_PLAIN):
+        return segment.split()     # shlex would split on spaces, tabs and newlines alone: the same words
     try:
         return shlex.split(segment, comments=False)
     except ValueError:
@@ -228,6 +233,21 @@ def paired_results(messages: list[dict], index: int) -> list[tuple[dict, dict | 
 RESULT_HEAD_CHARS = 300   # file_actions reads no further into a call's result
 
 
+@functools.lru_cache(maxsize=1024)   # a session uses a few tool names thousands of times
+def _action_by_name(name: str) -> str | None:
+    """What a tool does to the files it names, by its name alone."""
+    for pattern, action in ((_DELETE_TOOL, "deleted"), (_WRITE_TOOL, "written"), (_EDIT_TOOL, "edited"),
+                            (_READ_TOOL, "read")):
+        if pattern.search(name):
+            return action
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_shell_tool(name: str) -> bool:
+    return bool(SHELL_TOOL.search(name))
+
+
 def file_actions(call: dict, result: dict | None) -> list[tuple[str, str]]:
     """(path, action) for one tool call: written/edited/deleted/moved, or read."""
     name = str((call.get("function") or {}).get("name") or "")
@@ -250,16 +270,8 @@ def _file_actions_uncached(name: str, args: dict, head: str | None) -> tuple[tup
     subcommand = args.get("command") if isinstance(args.get("command"), str) else ""
     if subcommand in ("create", "str_replace", "insert", "view", "undo_edit"):
         action = {"create": "written", "view": "read"}.get(subcommand, "edited")   # str_replace_based_edit_tool
-    elif _DELETE_TOOL.search(name):
-        action = "deleted"
-    elif _WRITE_TOOL.search(name):
-        action = "written"
-    elif _EDIT_TOOL.search(name):
-        action = "edited"
-    elif _READ_TOOL.search(name):
-        action = "read"
     else:
-        action = None
+        action = _action_by_name(name)
     if action:
         for key in PATH_KEYS:
             if isinstance(args.get(key), str):
@@ -276,7 +288,7 @@ def _file_actions_uncached(name: str, args: dict, head: str | None) -> tuple[tup
                 found.append((new, "written" if old == "/dev/null" else "edited"))
         if action == "edited" and "§" in text:
             found += [(p, "edited") for p in _SECTION_PATH.findall(text)]
-    if SHELL_TOOL.search(name) and subcommand not in ("view", "create", "str_replace", "insert"):
+    if _is_shell_tool(name) and subcommand not in ("view", "create", "str_replace", "insert"):
         command = next((args[k] for k in ("command", "cmd", "script") if isinstance(args.get(k), str)), "")
         found += shell_file_actions(command)
     if failed:

@@ -307,3 +307,11 @@ def test_identifiers_scanned_only_on_lines_holding_a_pattern_literal_are_those_o
     candidates, used = _every_match(text)
     assert identifier_candidates(text) == candidates
     assert use_tokens.__wrapped__(text) == used
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab-_./=$#&;|<>()*?~ \t\n\r\x0b\x0c") + ["é", "\u00a0"]), max_size=40))
+def test_a_command_without_quotes_or_escapes_splits_as_shlex_splits_it(segment):
+    import shlex
+    from hermes_pipeline.artifacts import _words
+    assert _words(segment) == shlex.split(segment, comments=False)
