@@ -18,7 +18,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import orjson
 
@@ -53,6 +53,32 @@ class Rejected:
     @property
     def source(self) -> str:
         return f"{self.path}:{self.line_no}"
+
+
+@dataclass
+class Unparsed:
+    """A line read but not parsed yet: parsed where its conversation is compacted (a worker, for a
+    runner that has them), or never (a line an incremental run finds done already)."""
+    path: str
+    line_no: int
+    raw: bytes
+    span: tuple[int, int]
+    digest: str
+
+    @property
+    def raw_size(self) -> int:
+        return len(self.raw)
+
+    @property
+    def blank(self) -> bool:
+        """What parse_line skips: nothing but whitespace (and a byte order mark)."""
+        return not (self.raw[len(BOM):] if self.raw.startswith(BOM) else self.raw).strip()
+
+    def parse(self) -> Record | Rejected | None:
+        item = parse_line(self.path, self.line_no, self.raw, self.span)
+        if item is not None:
+            item.digest = self.digest
+        return item
 
 
 def reject(record: Record, reason: str) -> Rejected:
@@ -151,16 +177,26 @@ def parse_line(path: str, line_no: int, raw: bytes, span: tuple[int, int] | None
         return Record(path, line_no, value, len(raw), repairs, span)
 
 
-def read_records(path: str, max_record_bytes: int) -> Iterator[Record | Rejected]:
+def read_lines(path: str, max_record_bytes: int) -> Iterator[Unparsed | Rejected]:
+    """Each line as read; a line over the limit is rejected without being held."""
     for line_no, offset, raw, size, digest in iter_raw_lines(path, max_record_bytes):
         if raw is None:
             yield Rejected(path, line_no, f"record of {size} bytes is larger than input.max_record_bytes "
                                           f"({max_record_bytes} bytes)", span=(offset, size), digest=digest)
-            continue
-        item = parse_line(path, line_no, raw, (offset, size))
-        if item is not None:
-            item.digest = digest
-            yield item
+        else:
+            yield Unparsed(path, line_no, raw, (offset, size), digest)
+
+
+def parsed(items: Iterable[Unparsed | Rejected]) -> Iterator[Record | Rejected]:
+    """Lines parsed into records, blank ones left out."""
+    for item in items:
+        record = item.parse() if isinstance(item, Unparsed) else item
+        if record is not None:
+            yield record
+
+
+def read_records(path: str, max_record_bytes: int) -> Iterator[Record | Rejected]:
+    return parsed(read_lines(path, max_record_bytes))
 
 
 def dumps(value: Any) -> bytes:

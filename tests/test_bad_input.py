@@ -115,6 +115,33 @@ def test_broken_run_finishes_with_status_2_and_loses_nothing(broken_run):
     assert check_accounting(run_dir, sorted(inputs.glob("*.jsonl"))) == []
 
 
+LATE = 60   # good lines first: the broken ones come after the format detection, parsed where compacted
+LATE_FILES = ("malformed.jsonl", "not_a_conversation.jsonl", "comments.jsonl", "invalid_utf8.jsonl",
+              "bad_content.jsonl", "orphan_result.jsonl")
+
+
+@pytest.mark.parametrize("runner", ["runner.processes=1", "runner.processes=2"])
+def test_bad_lines_after_the_detection_window_are_set_aside_as_the_first_ones_are(tmp_path, broken_run, runner):
+    _, early_run, _ = broken_run
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    good = [line(chat(f"pre{i}", turns=1)).encode() for i in range(LATE)]
+    for name in LATE_FILES:
+        (inputs / name).write_bytes(b"".join(x + b"\n" for x in good + BROKEN[name] + [b"", b"  "]))
+    result = run_cli(tmp_path / "run", f"input={inputs}", *SMALL, runner)
+    assert result.returncode == 2, result.stderr
+    assert check_accounting(tmp_path / "run", sorted(inputs.glob("*.jsonl"))) == []
+    without_place = lambda q: {k: v for k, v in q.items() if k not in ("source", "reason")} | {
+        "reason": q["reason"].split(": ", 1)[1]}
+    for name in LATE_FILES:
+        late, early = quarantine(tmp_path / "run", name), quarantine(early_run, name)
+        assert sorted(late) == [n + LATE for n in sorted(early)], name
+        assert [without_place(late[n + LATE]) for n in sorted(early)] == [without_place(early[n]) for n in sorted(early)]
+        statuses = lambda rows, shift: {n - shift: (r["status"], r["id"], r["messages_before"]) for n, r in rows.items()
+                                        if n > shift}
+        assert statuses(by_line(tmp_path / "run", name), LATE) == statuses(by_line(early_run, name), 0), name
+
+
 def test_malformed_json(broken_run):
     _, run_dir, inputs = broken_run
     q = quarantine(run_dir, "malformed.jsonl")

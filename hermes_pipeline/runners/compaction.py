@@ -17,7 +17,7 @@ from hermes_pipeline.jsonl import dumps, raw_for_quarantine
 from hermes_pipeline.replay_run import replay_for_conversation
 from hermes_pipeline.repair import repair_tool_pairing
 from hermes_pipeline.run_folder import conversation_row, problem_row
-from hermes_pipeline.runners.work_stream import output_format
+from hermes_pipeline.runners.work_stream import Deferred, output_format
 from hermes_pipeline.summarizers.base import SummarizerFatalError
 from hermes_pipeline.transcript import Conversation
 
@@ -41,11 +41,13 @@ class Done:
 
 
 def needs_engine(item: Any) -> bool:
-    return isinstance(item, Conversation)
+    return isinstance(item, (Conversation, Deferred))
 
 
 def compact_conversation(options: RecordOptions, engine: ContextEngine | None, item: Any) -> Any:
     """A Done for a conversation; anything else (a marker, a rejected line, a reused one) as it is."""
+    if isinstance(item, Deferred):
+        item = item.read()      # a line parsed here, next to its compaction (a worker, with workers)
     if not isinstance(item, Conversation):
         return item
     started = time.perf_counter()

@@ -5,7 +5,9 @@ files hold (a folder of one-conversation logs included). Each file is read,
 its format detected and its records keyed for the incremental state here, as
 the runner pulls; the executor gets the same items back in the same order and
 records them. Markers (FileStart, FileEnd, FileSkipped) need no engine, so the
-runner passes them through in place.
+runner passes them through in place. In a one-conversation-per-line file, the
+lines after those read to detect the format go out unparsed (Deferred): a
+worker parses its own, and a line an incremental run finds done is never parsed.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from typing import Iterator
 
 from hermes_pipeline.formats import CONVERSATION, TranscriptFormat, detect_format_in, get_format
 from hermes_pipeline.inputs import InputFile
-from hermes_pipeline.jsonl import READ_CHUNK, Record, Rejected, read_records, reject
+from hermes_pipeline.jsonl import READ_CHUNK, Record, Rejected, Unparsed, parsed, read_lines, reject
 from hermes_pipeline.output_tree import FileSink, OutputTree
 from hermes_pipeline.state import Item
 from hermes_pipeline.testing.faults import checkpoint
@@ -62,6 +64,24 @@ class FileEnd:
 @dataclass(frozen=True)
 class FileSkipped:
     work: FileWork
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A one-conversation line of a file whose format is known, parsed where it is compacted: with
+    worker processes or Dask, the reading process only reads and hashes lines."""
+    line: Unparsed
+    format_name: str
+    layout: str
+
+    @property
+    def digest(self) -> str:
+        return self.line.digest
+
+    def read(self) -> Conversation | Rejected:
+        """What the format reads from this line: its conversation, or why it can't be one."""
+        record = self.line.parse()
+        return next(iter(get_format(self.format_name).read([record], self.line.path, self.layout)))
 
 
 @dataclass(frozen=True)
@@ -118,20 +138,27 @@ class WorkStream:
 
     def _file(self, work: FileWork) -> Iterator:
         path = str(work.input_file.path)
-        records = self._counted(read_records(path, self.options.max_record_bytes))
-        work.fmt, work.layout, records = self._detect(records)
+        lines = self._counted(read_lines(path, self.options.max_record_bytes))
+        work.fmt, work.layout, head, rest = self._detect(lines)
         yield FileStart(work)
         if work.fmt is None:
+            records = itertools.chain(head, parsed(rest))
             yield from self._keyed(work, (i if isinstance(i, Rejected) else reject(i, UNKNOWN) for i in records))
             if work.items == 0:
                 work.keys.append("empty")
                 work.items = 1
                 yield Rejected(path, 0, "empty file: no records")
-        else:
+        elif work.layout == CONVERSATION:
             work.out_fmt, work.out_layout = output_format(work.fmt, work.layout, self.options.output_format)
-            whole_file = ("file:" + file_digest(work.input_file.path)
-                          if work.layout != CONVERSATION and self.state is not None else None)
-            yield from self._keyed(work, work.fmt.read(records, path, work.layout), whole_file)
+            # the lines read to detect the format are parsed already; the others are parsed where compacted
+            later = (Deferred(line, work.fmt.name, work.layout) if isinstance(line, Unparsed) else line
+                     for line in rest if not (isinstance(line, Unparsed) and line.blank))
+            yield from self._keyed(work, itertools.chain(work.fmt.read(head, path, work.layout), later))
+        else:      # a conversation of many lines: assembled here
+            work.out_fmt, work.out_layout = output_format(work.fmt, work.layout, self.options.output_format)
+            whole_file = "file:" + file_digest(work.input_file.path) if self.state is not None else None
+            yield from self._keyed(work, work.fmt.read(itertools.chain(head, parsed(rest)), path, work.layout),
+                                   whole_file)
         yield FileEnd(work)
 
     def _keyed(self, work: FileWork, items: Iterator, whole_file: str | None = None) -> Iterator:
@@ -150,28 +177,29 @@ class WorkStream:
             found = self.state.item(work.rel, key) if self.state is not None else None
             yield Reused(found) if found is not None and reusable(found) else item
 
-    def _counted(self, items: Iterator[Record | Rejected]) -> Iterator[Record | Rejected]:
+    def _counted(self, items: Iterator[Unparsed | Rejected]) -> Iterator[Unparsed | Rejected]:
         for item in items:
-            if isinstance(item, Record):
+            if isinstance(item, Unparsed):
                 self.progress.advance(item.raw_size)
             yield item
 
-    def _detect(self, items):
-        """The format and layout of a file, from its first records (one line may not tell)."""
+    def _detect(self, lines):
+        """The format and layout of a file, from its first records (one line may not tell):
+        (format, layout, those records parsed, the lines after them)."""
         head: deque = deque()
         held = 0
-        for item in items:
-            head.append(item)
-            held += item.raw_size if isinstance(item, Record) else 0
+        for record in parsed(lines):
+            head.append(record)
+            held += record.raw_size if isinstance(record, Record) else 0
             if len(head) >= DETECT_WINDOW or held >= DETECT_BYTES:
                 break
         values = [i.value for i in head if isinstance(i, Record)]
-        rest = itertools.chain(_drained(head), items)   # each record let go as soon as it is passed on
+        head_items = _drained(head)    # each record let go as soon as it is passed on
         if self.options.input_format != "auto":
             fmt = get_format(self.options.input_format)
-            return fmt, next(filter(None, map(fmt.detect, values)), None) or CONVERSATION, rest
+            return fmt, next(filter(None, map(fmt.detect, values)), None) or CONVERSATION, head_items, lines
         found = detect_format_in(values)
-        return (found[0], found[1], rest) if found else (None, CONVERSATION, rest)
+        return (*found, head_items, lines) if found else (None, CONVERSATION, head_items, lines)
 
 
 def _drained(queue: deque) -> Iterator:
