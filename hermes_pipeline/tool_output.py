@@ -78,16 +78,7 @@ _LINE_START_PATTERNS = (1, 2, 4, 5)   # (?m)^... without a newline inside: at mo
 def _line_start_hits(text: str, pattern: re.Pattern, literals: tuple[str, ...]) -> list[int]:
     """Where a line-start pattern matches, trying only the lines that hold one of its literals
     (the same positions as a scan of the whole text, without scanning the lines that cannot match)."""
-    lines: set[tuple[int, int]] = set()
-    for literal in literals:
-        at = text.find(literal)
-        while at >= 0:
-            start = text.rfind("\n", 0, at) + 1
-            end = text.find("\n", at)
-            end = len(text) if end < 0 else end
-            lines.add((start, end))
-            at = text.find(literal, end)
-    return [m.start() for start, end in lines if (m := pattern.match(text, start, end))]
+    return [m.start() for start, end in _lines_holding(text, literals) if (m := pattern.match(text, start, end))]
 
 
 @functools.lru_cache(maxsize=4096)   # the score and the summarizer read the same tool outputs
