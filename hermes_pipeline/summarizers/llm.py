@@ -115,6 +115,7 @@ class LLMSummarizer(LLMCalls, Summarizer):
         if self._fatal:
             raise SummarizerFatalError(self._fatal)
         tally = Tally(conversation=str(request.conversation_id))
+        circuit_open = False
         try:
             text, note, cached = self._run(self._summarize_async(request, tally))
             return SummaryResult(text=text, summarizer=self.label, fallback=note, usage=tally.usage,
@@ -131,14 +132,16 @@ class LLMSummarizer(LLMCalls, Summarizer):
         except ContextTooLong as exc:
             reason = f"{self.label}: input too long ({exc})"
         except CircuitOpen as exc:
-            reason = str(exc)
+            reason, circuit_open = str(exc), True
         except Exception as exc:
             if self._classify(exc) == "retry":
                 reason = f"{self.label}: gave up after {self.attempts} attempts ({self._describe(exc)})"
             else:
                 reason = f"{self.label}: request failed ({self._describe(exc)})"
         reason += "; used the embedded extractive summary"
-        log.warning("%s: %s", request.conversation_id, reason)
+        # once the circuit is open it was said once, at error level; each fallback after it is in the manifest
+        log.log(logging.DEBUG if circuit_open else logging.WARNING, "%s: %s",
+                request.conversation_id, reason)
         return self._fallback(request, reason, tally)
 
     def _fallback(self, request: SummaryRequest, reason: str, tally: Tally) -> SummaryResult:
