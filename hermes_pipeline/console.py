@@ -133,6 +133,10 @@ def print_table(summary: dict) -> None:
                 table.add_row(label, f"{quality[kind]['kept']}/{quality[kind]['total']}")
     if summary.get("skipped_unchanged"):
         table.add_row("skipped unchanged", str(summary["skipped_unchanged"]))
+    removed = summary.get("removed") or {}
+    if removed.get("files"):
+        fate = "outputs deleted" if removed.get("outputs_deleted") else "outputs kept"
+        table.add_row(f"inputs gone ({fate})", str(len(removed["files"])))
     table.add_row("wall seconds", str(summary["wall_seconds"]))
     table.add_row("MB/s", str(summary["mb_per_second"]))
     Console(stderr=False).print(table)

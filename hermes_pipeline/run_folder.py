@@ -95,6 +95,7 @@ class RunTotals:
     skipped_unchanged: int = 0  # conversations an incremental run found as they were last written
     removed: int = 0            # conversations the output tree has but the input no longer does
     removed_files: list[str] = field(default_factory=list)
+    removed_outputs_deleted: bool = False    # incremental.prune: their outputs went too
     replay: ReplayTotals = field(default_factory=ReplayTotals)
     quality: "QualityTotals" = field(default_factory=lambda: QualityTotals())
 
@@ -130,7 +131,8 @@ class RunTotals:
             "status": self.status,
             "conversations": conversations,
             "skipped_unchanged": self.skipped_unchanged,
-            "removed": {"conversations": self.removed, "files": self.removed_files},
+            "removed": {"conversations": self.removed, "files": self.removed_files,
+                        "outputs_deleted": self.removed_outputs_deleted},
             "statuses": {s: self.statuses.get(s, 0) for s in ("compacted", "unchanged", "quarantined", "failed")},
             "triggers": dict(self.triggers),
             "fallbacks": self.fallbacks,

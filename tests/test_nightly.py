@@ -108,12 +108,17 @@ def test_a_changed_config_reprocesses_and_deleted_inputs_are_reported_then_prune
     assert summary(archive, "4")["conversations"] == 0                   # run-time keys change nothing
     gone = archive / "in" / "claude-reliability" / "hello-world-script.transcript.jsonl"
     gone.unlink()
-    assert nightly(archive, "5").returncode == 0
+    fifth = nightly(archive, "5")
+    assert fifth.returncode == 0 and "inputs gone (outputs kept)" in fifth.stdout     # the results table says so
     removed = summary(archive, "5")["removed"]
-    assert removed == {"conversations": 1, "files": ["claude-reliability/hello-world-script.transcript.jsonl"]}
+    rel = "claude-reliability/hello-world-script.transcript.jsonl"
+    assert removed == {"conversations": 1, "files": [rel], "outputs_deleted": False}
     assert (archive / "out" / "claude-reliability" / gone.name).exists()    # kept without prune
-    assert nightly(archive, "6", "incremental.prune=true").returncode == 0
+    assert f"{rel}: gone from the input; its output kept" in (archive / "runs" / "5" / "cli.log").read_text()
+    pruned = nightly(archive, "6", "incremental.prune=true")
+    assert pruned.returncode == 0 and summary(archive, "6")["removed"]["outputs_deleted"] is True
     assert not (archive / "out" / "claude-reliability" / gone.name).exists()
+    assert f"{rel}: gone from the input; its output deleted" in (archive / "runs" / "6" / "cli.log").read_text()
     assert nightly(archive, "7").returncode == 0 and summary(archive, "7")["removed"]["conversations"] == 0
 
 

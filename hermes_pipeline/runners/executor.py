@@ -70,6 +70,11 @@ class Executor:
             files, conversations = self.tree.removed_files({f.relative.as_posix() for f in inputs},
                                                            self.options.prune_removed)
             self.totals.removed_files, self.totals.removed = files, self.totals.removed + conversations
+            self.totals.removed_outputs_deleted = bool(files) and self.options.prune_removed
+            for rel in files:
+                run_log.warning("%s: gone from the input; its output %s", rel,
+                                "deleted (incremental.prune=true)" if self.options.prune_removed else
+                                "kept, and reported again each run until incremental.prune=true")
         return self.totals
 
     def _record_all(self, stream: WorkStream) -> None:
