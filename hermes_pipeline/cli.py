@@ -68,19 +68,20 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
         print(f"hermes-pipeline: error: {error}", file=sys.stderr)
         _drop_unused(run_dir)
         return EXIT_CONFIG
-    try:
-        tree = components.output_tree(cfg, run_dir)
-    except OutputLocked as error:     # said in summary.json too: the folder is not a crashed run
-        print(f"hermes-pipeline: {error}", file=sys.stderr)
-        folder.close()
-        folder.write_summary({"status": "stopped", "stopped": str(error), "exit_code": EXIT_STOPPED,
-                              "conversations": 0})
-        return EXIT_STOPPED
     run_log.info("hermes-pipeline %s: input %s (%d file(s), %.1f MB); engine %s, summarizer %s, runner %s; "
                  "output %s%s", __version__, cfg.input.path, len(inputs),
                  sum(f.path.stat().st_size for f in inputs) / 1e6, built.resolved.name,
                  getattr(built.summarizer, "name", "?"), getattr(built.runner, "name", "?"),
                  output_dir or f"{run_dir}/transcripts", ", incremental" if cfg.incremental.enabled else "")
+    try:
+        tree = components.output_tree(cfg, run_dir)
+    except OutputLocked as error:     # said in summary.json too: the folder is not a crashed run
+        run_log.error("%s", error)
+        print(f"hermes-pipeline: {error} (this run: {run_dir})", file=sys.stderr)
+        folder.close()
+        folder.write_summary({"status": "stopped", "stopped": str(error), "exit_code": EXIT_STOPPED,
+                              "conversations": 0})
+        return EXIT_STOPPED
     if not cfg.quiet:
         _to_stdout(lambda: [print(line, flush=True) for line in (built.caching.status_line(), built.runner.describe())
                             if line])

@@ -8,14 +8,12 @@ their input file is done; leftovers of a killed run are removed on the next.
 """
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from hermes_pipeline.jsonl import AtomicJsonlWriter
-from hermes_pipeline.run_folder import recover_interrupted
+from hermes_pipeline.run_folder import recover_interrupted, run_log
 from hermes_pipeline.state import STATE_DIR, IncrementalState, OutputLock
 
-log = logging.getLogger(__name__)
 
 
 class FileSink:
@@ -53,15 +51,21 @@ class OutputTree:
         """Lock the tree, clean what a killed run left, and finish the records of runs that died."""
         root.mkdir(parents=True, exist_ok=True)
         lock = OutputLock(root, run_dir)          # raises OutputLocked when a live run holds it
+        if lock.taken_over_from:
+            run_log.warning("output.dir %s: its last holder (%s) died without releasing it; taken over",
+                            root, lock.taken_over_from)
         for leftover in root.rglob(".*.part"):
             if STATE_DIR not in leftover.relative_to(root).parts:
                 leftover.unlink()
-                log.info("removed %s, left by a run that did not finish", leftover)
+                run_log.info("removed %s, left by a run that did not finish", leftover)
         state = None
         if incremental:
             state = IncrementalState(root, config_fp, run_id=str(run_dir.resolve()))
             for run_id, earlier in state.start_run(run_dir):
-                recover_interrupted(Path(earlier), state.rows_of_run(run_id))
+                rows = recover_interrupted(Path(earlier), state.rows_of_run(run_id), by=run_dir)
+                if rows is not None:
+                    run_log.warning("completed the records of %s, a run killed before it finished (%d row(s)); "
+                                    "what it did not finish is done by this run", earlier, rows)
                 state.finish_run("interrupted", run_id)
         return cls(root, persistent=True, state=state, lock=lock)
 

@@ -246,17 +246,23 @@ def _complete_log(path: Path, rows: list[dict]) -> list[dict]:
     return present + missing
 
 
-def recover_interrupted(run_dir: Path, committed: list[tuple[dict | None, dict | None]]) -> None:
+def recover_interrupted(run_dir: Path, committed: list[tuple[dict | None, dict | None]], by: Path) -> int | None:
     """Finish the records of a run that died: its manifest and quarantine get every row it committed,
-    and summary.json says it was interrupted."""
+    and summary.json says it was interrupted. The number of its rows, or None when there was nothing to do."""
     if not run_dir.is_dir() or (run_dir / "summary.json").exists():
-        return
+        return None
     rows = _complete_log(run_dir / "manifest.jsonl", [m for m, _ in committed if m])
     _complete_log(run_dir / "quarantine.jsonl", [q for _, q in committed if q])
     totals = RunTotals(interrupted=True)
     for row in rows:
         totals.add(row)
     summary = totals.summary(0.0, {}, "")
-    summary.update(wall_seconds=None, process_cpu_seconds=None, mb_per_second=None, conversations_per_second=None,
-                   note="recovered by a later run: this run was killed before it could write summary.json")
+    killed = f"killed before it could finish; its records were completed by the run in {by}"
+    # what only the dead process knew (its files, bytes, prices, time, exit status) is unknown, not zero
+    summary.update(stopped=killed, exit_code=None, files=None, bytes_in=None, bytes_out=None, prompt_caching=None,
+                   wall_seconds=None, process_cpu_seconds=None, mb_per_second=None, conversations_per_second=None,
+                   estimated_cost_usd={key: None for key in summary["estimated_cost_usd"]})
     write_summary(run_dir, summary)
+    with open(run_dir / "cli.log", "a") as log_file:      # its own log says how it ended
+        log_file.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}][hermes_pipeline.run_log][WARNING] - {killed}\n")
+    return len(rows)

@@ -95,6 +95,9 @@ class OutputLock:
             holder = holder or "another run"
             raise OutputLocked(f"output.dir {root} is in use by {holder}; wait for it to finish") from None
         self.handle.seek(0)
+        # a released lock is left empty: a name in it is a holder that died holding it
+        self.taken_over_from = self.handle.read().strip() or None
+        self.handle.seek(0)
         self.handle.truncate()
         self.handle.write(f"pid {os.getpid()} on {socket.gethostname()}, run folder {run_dir}, "
                           f"started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")

@@ -139,6 +139,15 @@ def test_kill_9_at_any_point_then_rerun_gives_the_clean_output(archive, clean, f
     assert recovered["status"] == "interrupted" and not (archive / "runs" / "1" / "INCOMPLETE").exists()
     assert recovered["conversations"] == len(manifest(archive, "1"))
     assert summary(archive, "2")["skipped_unchanged"] == len(manifest(archive, "1"))
+    # unknown, not zero: what only the killed process knew; both logs say what happened
+    assert recovered["exit_code"] is None and recovered["files"] is None and recovered["wall_seconds"] is None
+    assert recovered["stopped"].startswith("killed before it could finish") and str(archive / "runs" / "2") in \
+        recovered["stopped"]
+    assert "killed before it could finish" in (archive / "runs" / "1" / "cli.log").read_text()
+    rerun_log = (archive / "runs" / "2" / "cli.log").read_text()
+    assert "died without releasing it; taken over" in rerun_log
+    assert f"completed the records of {archive / 'runs' / '1'}" in rerun_log
+    assert rerun_log.index("hermes-pipeline ") < rerun_log.index("taken over")    # the run's header comes first
 
 
 def test_kill_9_at_random_moments_several_times(archive, clean):
@@ -183,6 +192,8 @@ def test_a_second_run_on_the_same_output_dir_exits_3_naming_the_holder(archive):
         refused = summary(archive, "2")                # said in the folder too: not a crashed run
         assert refused["status"] == "stopped" and refused["exit_code"] == 3 and "in use by pid" in refused["stopped"]
         assert not (archive / "runs" / "2" / "INCOMPLETE").exists()
+        assert "in use by pid" in (archive / "runs" / "2" / "cli.log").read_text()
+        assert f"(this run: {archive / 'runs' / '2'})" in result.stderr
     finally:
         lock.release()
     assert nightly(archive, "3").returncode == 0
