@@ -112,10 +112,12 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     summary["exit_code"] = code
     folder.write_summary(summary)
     statuses = ", ".join(f"{n} {status}" for status, n in summary["statuses"].items() if n) or "none"
-    skipped = summary.get("skipped_unchanged", 0)
-    run_log.info("finished: %s, exit status %d%s; records: %s%s; %.1f s", summary["status"], code,
+    skipped, earlier = summary.get("skipped_unchanged", 0), summary.get("quarantined_earlier", 0)
+    run_log.info("finished: %s, exit status %d%s; records: %s%s%s; %.1f s", summary["status"], code,
                  f" ({why})" if why else "", statuses,
-                 f"; {skipped} skipped (unchanged since the last run)" if skipped else "", summary["wall_seconds"])
+                 f"; {skipped} skipped (unchanged since the last run)" if skipped else "",
+                 f", of which {earlier} quarantined by an earlier run and still in the input" if earlier else "",
+                 summary["wall_seconds"])
     _ignore_signals()
     if not cfg.quiet:
         _to_stdout(lambda: (print_table(summary), print(f"run folder: {run_dir}", flush=True)))

@@ -133,6 +133,8 @@ def print_table(summary: dict) -> None:
                 table.add_row(label, f"{quality[kind]['kept']}/{quality[kind]['total']}")
     if summary.get("skipped_unchanged"):
         table.add_row("skipped unchanged", str(summary["skipped_unchanged"]))
+    if summary.get("quarantined_earlier"):
+        table.add_row("of which quarantined earlier", str(summary["quarantined_earlier"]))
     removed = summary.get("removed") or {}
     if removed.get("files"):
         fate = "outputs deleted" if removed.get("outputs_deleted") else "outputs kept"

@@ -96,6 +96,7 @@ class RunTotals:
     removed: int = 0            # conversations the output tree has but the input no longer does
     removed_files: list[str] = field(default_factory=list)
     removed_outputs_deleted: bool = False    # incremental.prune: their outputs went too
+    quarantined_earlier: int = 0    # records an earlier run quarantined, unchanged and still in the input
     replay: ReplayTotals = field(default_factory=ReplayTotals)
     quality: "QualityTotals" = field(default_factory=lambda: QualityTotals())
 
@@ -131,6 +132,8 @@ class RunTotals:
             "status": self.status,
             "conversations": conversations,
             "skipped_unchanged": self.skipped_unchanged,
+            # of which quarantined by an earlier run (its quarantine.jsonl has them) and still in the input
+            "quarantined_earlier": self.quarantined_earlier,
             "removed": {"conversations": self.removed, "files": self.removed_files,
                         "outputs_deleted": self.removed_outputs_deleted},
             "statuses": {s: self.statuses.get(s, 0) for s in ("compacted", "unchanged", "quarantined", "failed")},

@@ -163,6 +163,11 @@ class IncrementalState:
         out_size = out_path.stat().st_size if out_path.exists() else None
         return row[4] if out_size == row[3] else None
 
+    def quarantined_items(self, rel_path: str) -> int:
+        """Records of a file that an earlier run quarantined (under this config)."""
+        return self.db.execute("SELECT COUNT(*) FROM items WHERE rel_path = ? AND config_fp = ? AND "
+                               "status = 'quarantined'", (rel_path, self.config_fp)).fetchone()[0]
+
     def file_done(self, rel_path: str, stat: os.stat_result, out_size: int | None, items: int,
                   skippable: bool = True) -> int:
         """Record a finished file; forget items it no longer has. Returns how many conversations went away.

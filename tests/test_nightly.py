@@ -298,3 +298,20 @@ def test_input_dot_never_reads_earlier_run_folders_back_in(tmp_path):
         assert subprocess.run(command, cwd=tmp_path, capture_output=True).returncode == 0
     for folder in (tmp_path / "runs").glob("*/*"):
         assert [r["source"].rsplit(":", 1)[0] for r in read_jsonl(folder / "manifest.jsonl")] == ["chats.jsonl"] * 40
+
+
+def test_records_quarantined_by_an_earlier_night_are_counted_while_they_stay(tmp_path):
+    """Exit 2 is for what went wrong tonight; a bad line still in the archive is counted, not re-reported."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "chats.jsonl").write_bytes(TAU_BENCH.read_bytes() + b'{"id": "broken", "messages": [\n')
+    first = nightly(tmp_path, "1")
+    assert first.returncode == 2 and summary(tmp_path, "1")["statuses"]["quarantined"] == 1
+    again = nightly(tmp_path, "2")                     # the whole file is skipped as unchanged
+    assert again.returncode == 0 and summary(tmp_path, "2")["quarantined_earlier"] == 1
+    assert "of which 1 quarantined by an earlier run and still in the input" in \
+        (tmp_path / "runs" / "2" / "cli.log").read_text()
+    with open(tmp_path / "in" / "chats.jsonl", "ab") as handle:     # changed: its lines are looked up one by one
+        handle.write(TAU_BENCH.read_bytes().split(b"\n", 1)[0] + b"\n")
+    third = nightly(tmp_path, "3")
+    assert third.returncode == 0 and summary(tmp_path, "3")["quarantined_earlier"] == 1
+    assert summary(tmp_path, "3")["conversations"] == 1

@@ -85,6 +85,7 @@ class Executor:
                 run_log.info("%s: unchanged since the last run, its %d conversation(s) kept", item.work.rel,
                              item.work.unchanged_items)
                 self.totals.skipped_unchanged += item.work.unchanged_items
+                self.totals.quarantined_earlier += self.state.quarantined_items(item.work.rel)
                 self.totals.files += 1
                 self.totals.bytes_in += item.work.stat.st_size
             elif isinstance(item, FileStart):
@@ -135,6 +136,7 @@ class Executor:
             work.sink.write(found.output)
         self.state.seen(work.rel, key)
         self.totals.skipped_unchanged += 1
+        self.totals.quarantined_earlier += found.status == "quarantined"
         work.statuses["kept as last written"] += 1
 
     def _done(self, work: FileWork, key: str, done: Done) -> None:
