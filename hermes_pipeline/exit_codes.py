@@ -8,7 +8,7 @@ EXIT_STOPPED = 3       # stopped early: a signal, an auth/quota error, or anothe
 EXIT_UNHEALTHY = 4     # the configured summarizer mostly failed: too many fallbacks to the embedded one
 
 
-def exit_code(summary: dict, max_fallback_share: float | None, run_dir="the run folder") -> tuple[int, str | None]:
+def exit_code(summary: dict, max_fallback_share: float | None, run_dir) -> tuple[int, str | None]:
     """The run's exit status from its summary, and why when it is not 0."""
     if summary["status"] == "interrupted":
         return EXIT_STOPPED, "run interrupted by a signal: summary.json says what was done"

@@ -72,7 +72,7 @@ class Unparsed:
     @property
     def blank(self) -> bool:
         """What parse_line skips: nothing but whitespace (and a byte order mark)."""
-        return not (self.raw[len(BOM):] if self.raw.startswith(BOM) else self.raw).strip()
+        return not _without_bom(self.raw).strip()
 
     def parse(self) -> Record | Rejected | None:
         item = parse_line(self.path, self.line_no, self.raw, self.span)
@@ -147,13 +147,14 @@ def _stdlib_note(value: Any) -> str:
     return " and ".join(found) or "input orjson refuses"
 
 
+def _without_bom(raw: bytes) -> bytes:
+    return raw[len(BOM):] if raw.startswith(BOM) else raw
+
+
 def parse_line(path: str, line_no: int, raw: bytes, span: tuple[int, int] | None = None) -> Record | Rejected | None:
     """Parse one JSONL line; None for a blank line."""
-    repairs = []
-    data = raw
-    if data.startswith(BOM):      # line 1 usually; any line of files joined with cat
-        data = data[len(BOM):]
-        repairs.append("removed UTF-8 byte order mark")
+    data = _without_bom(raw)      # line 1 usually; any line of files joined with cat
+    repairs = ["removed UTF-8 byte order mark"] if len(data) < len(raw) else []
     stripped = data.strip()
     if not stripped:
         return None

@@ -148,18 +148,21 @@ class WorkStream:
                 work.keys.append("empty")
                 work.items = 1
                 yield Rejected(path, 0, "empty file: no records")
-        elif work.layout == CONVERSATION:
+        else:
             work.out_fmt, work.out_layout = output_format(work.fmt, work.layout, self.options.output_format)
+            yield from self._read(work, path, head, rest)
+        yield FileEnd(work)
+
+    def _read(self, work: FileWork, path: str, head: Iterator, rest: Iterator) -> Iterator:
+        """The keyed items of a file whose format is known."""
+        if work.layout == CONVERSATION:
             # the lines read to detect the format are parsed already; the others are parsed where compacted
             later = (Deferred(line, work.fmt.name, work.layout) if isinstance(line, Unparsed) else line
                      for line in rest if not (isinstance(line, Unparsed) and line.blank))
-            yield from self._keyed(work, itertools.chain(work.fmt.read(head, path, work.layout), later))
-        else:      # a conversation of many lines: assembled here
-            work.out_fmt, work.out_layout = output_format(work.fmt, work.layout, self.options.output_format)
-            whole_file = "file:" + file_digest(work.input_file.path) if self.state is not None else None
-            yield from self._keyed(work, work.fmt.read(itertools.chain(head, parsed(rest)), path, work.layout),
-                                   whole_file)
-        yield FileEnd(work)
+            return self._keyed(work, itertools.chain(work.fmt.read(head, path, work.layout), later))
+        # a conversation of many lines: assembled here
+        whole_file = "file:" + file_digest(work.input_file.path) if self.state is not None else None
+        return self._keyed(work, work.fmt.read(itertools.chain(head, parsed(rest)), path, work.layout), whole_file)
 
     def _keyed(self, work: FileWork, items: Iterator, whole_file: str | None = None) -> Iterator:
         """Items with their state keys queued; reused ones replaced; no new item once a stop is asked."""
