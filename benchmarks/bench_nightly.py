@@ -12,7 +12,9 @@
 - runner=dask with 2 workers against 1 on the long synthetic sessions
   (target >= 1.7x), whole runs and without the cluster start (the same run on
   a one-line file), in pairs made while the shared machine really had two
-  cores to give (measure.parallel_paired).
+  cores to give (measure.parallel_paired); next to it, what two runner=local
+  processes on the same input, side by side, gain over one: the most any two
+  workers can get from this machine on this work.
 """
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ from pathlib import Path
 
 from benchmarks import datasets
 from benchmarks.measure import (
-    WORK, cli, cli_command, figure, fresh, link_or_copy, paired, parallel_paired, size_of,
+    REPEATS, WORK, cli, cli_command, cli_side_by_side, figure, fresh, link_or_copy, paired, parallel_paired,
+    size_of,
 )
 
 AREA = "nightly"
@@ -116,21 +119,44 @@ def dask(work: Path) -> tuple[list[dict], dict]:
     client = client_of(solo) - client_of(start[1])
     total = solo.cpu - start[1].cpu
     ceiling = 2 * (total - client) / total
+    hardware = two_local_processes(work, long40, tiny)
+    # the whole-run ratio if the workers gained all the machine gives past the cluster start
+    whole_most = one / (start[2].wall + (one - start[1].wall) / hardware["gain"])
     command = cli_command(f"input={long40}", "runner=dask", "runner.n_workers=2")
     note = (f"two processes of plain Python gained x{1 / capacity.best_ratio():.2f} beside them at best (2 cores, "
             "shared; the client process reads, writes and keeps state beside the workers)")
     rows = [
         figure(AREA, "runner=dask: 2 workers over 1, wall", one / two, (">=", 1.7), None, "x",
                f"best of the {len(pair.a)} quiet pairs of {made}: {one:.2f} s -> {two:.2f} s on {long40.name} "
-               f"(median of those pairs x{1 / pair.ratio('wall'):.2f}); `{command}`; " + note),
+               f"(median of those pairs x{1 / pair.ratio('wall'):.2f}); `{command}`; " + note +
+               f"; with the cluster start as measured below and the workers gaining all that two processes "
+               f"gain here, this figure could be at most x{whole_most:.2f}"),
         figure(AREA, "runner=dask: 2 workers over 1, without the cluster start, wall", net, (">=", 1.7), None, "x",
                f"cluster start (the same run on a one-line file, best of 2) {start[1].wall:.2f} s with 1 worker, "
                f"{start[2].wall:.2f} s with 2, subtracted; past start-up the client process used {client:.2f} s of "
                f"the 1-worker run's {total:.2f} s CPU, which puts the most 2 workers can gain on 2 cores at "
                f"x{ceiling:.2f}"),
     ]
+    rows.append(figure(
+        AREA, "two runner=local processes side by side over one, without start-up, wall", hardware["gain"],
+        None, None, "x",
+        f"the same input run by two independent processes at once against one alone (best of {REPEATS}; "
+        f"{hardware['alone']:.2f} s alone, {hardware['together']:.2f} s together, one-line runs subtracted): "
+        f"the most 2 workers of any kind get from this machine on this work; the Dask figure above is "
+        f"{net / hardware['gain']:.0%} of it"))
     return rows, {"pairs": pair.describe(), "start": {n: r.wall for n, r in start.items()},
-                  "capacity": capacity.describe()}
+                  "capacity": capacity.describe(), "side_by_side": hardware}
+
+
+def two_local_processes(work: Path, source: Path, tiny: Path) -> dict:
+    """What two independent processes gain over one on this input, start-up left out (best of REPEATS)."""
+    alone = lambda path, i: cli(work / f"alone-{i}", f"input={path}").wall
+    together = lambda path, i: cli_side_by_side([work / f"together-{i}-{k}" for k in (1, 2)], f"input={path}")
+    best = lambda run, path: min(run(path, i) for i in range(REPEATS))
+    times = {"alone": best(alone, source), "together": best(together, source),
+             "alone_start": best(alone, tiny), "together_start": best(together, tiny)}
+    times["gain"] = 2 * (times["alone"] - times["alone_start"]) / (times["together"] - times["together_start"])
+    return times
 
 
 def figures() -> tuple[list[dict], dict]:

@@ -75,6 +75,22 @@ def cli(run_dir: Path, *overrides: str, env: dict | None = None) -> Run:
     return run
 
 
+def cli_side_by_side(run_dirs: list[Path], *overrides: str) -> float:
+    """Wall seconds until the same command line, started at once in each run folder, has finished in all."""
+    for run_dir in run_dirs:
+        if run_dir.exists():
+            shutil.rmtree(run_dir)
+    started = time.perf_counter()
+    procs = [subprocess.Popen([PY, "-m", "hermes_pipeline", f"hydra.run.dir={run_dir}", "progress=none",
+                               "quiet=true", *overrides], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for run_dir in run_dirs]
+    codes = [proc.wait() for proc in procs]
+    wall = time.perf_counter() - started
+    if any(code not in (0, 2) for code in codes):
+        raise RuntimeError(f"exit {codes}: side by side {' '.join(overrides)}")
+    return wall
+
+
 def baseline(source: Path, target: Path) -> Run:
     """Read, parse and re-write the same files with orjson, nothing else (benchmarks/baseline_copy.py)."""
     if target.exists():

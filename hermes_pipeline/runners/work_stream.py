@@ -28,7 +28,8 @@ from hermes_pipeline.testing.faults import checkpoint
 from hermes_pipeline.transcript import Conversation
 
 DETECT_WINDOW = 50          # records read ahead to find one that shows the format ...
-DETECT_BYTES = 4 << 20      # ... or fewer, once this much input is held: memory follows a conversation, not a file
+DETECT_BYTES = 1 << 20      # ... or fewer, once this much input is held: memory follows a conversation, not a file;
+                            # with workers, the lines read here are parsed by this process, the rest by them
 UNKNOWN = "unknown transcript format (no record matched any known format)"
 
 
