@@ -202,11 +202,13 @@ def read_records(path: str, max_record_bytes: int) -> Iterator[Record | Rejected
 
 def dumps(value: Any) -> bytes:
     """One JSON line. orjson when it can represent the value exactly, else stdlib."""
-    if not _has_nan(value):
-        try:
-            return orjson.dumps(value)
-        except (TypeError, orjson.JSONEncodeError):
-            pass  # lone surrogates: stdlib keeps them as \\udXXX escapes
+    try:
+        data = orjson.dumps(value)
+        # orjson writes NaN and Infinity as null: only a line with a null can hide one
+        if b"null" not in data or not _has_nan(value):
+            return data
+    except (TypeError, orjson.JSONEncodeError):
+        pass  # lone surrogates: stdlib keeps them as \\udXXX escapes
     return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
