@@ -26,6 +26,10 @@ Probe kinds and when each counts as kept:
   the agent or the user (their text or tool-call arguments). Kept when present
   as a whole token.
 
+Probes never hold a secret (redact.py's patterns): user turns and error lines
+are matched as the summary boundary redacts them, and a secret used again later
+is no identifier to keep. So the manifest's `missed` lists carry none either.
+
 WEIGHTS combine the kinds into one score: files written and errors weigh most
 (losing them makes the agent redo or re-break work), user turns and
 identifiers next, files read least (they can be read again).
@@ -43,6 +47,7 @@ from hermes_pipeline.artifacts import (
 from hermes_pipeline.tool_output import (
     WantedIdentifiers, clip_verbatim, error_lines, error_probe_text, identifier_candidates, normalize, use_tokens,
 )
+from hermes_pipeline.summarizers.redact import redact_secrets
 from hermes_pipeline.transcript import is_summary_message, message_text, role, tool_calls
 
 WEIGHTS = {"files_written": 3.0, "errors": 3.0, "user_turns": 2.0, "identifiers": 2.0, "files_read": 1.0}
@@ -147,7 +152,7 @@ def extract_probes(messages: list[dict], removed_indices: Iterable[int], max_err
                     first_seen.setdefault(value, (index, kind))
             continue
         if r == "user" and index in removed and not is_summary_message(message):
-            substance = substantive_user_text(message)
+            substance = redact_secrets(substantive_user_text(message))   # as a summary may quote it
             if substance:
                 probes.user_turns.append(user_turn_units(substance))
         for token in used_tokens[index]:
@@ -177,17 +182,19 @@ def extract_probes(messages: list[dict], removed_indices: Iterable[int], max_err
             if not found:
                 clean_runs[key] = result_index
             elif result_index in removed:
-                for line in found:
+                for line in map(redact_secrets, found):
                     position += 1
                     errors.pop(normalize(line), None)        # re-inserted: dict order = last occurrence
                     errors[normalize(line)] = (result_index, position, command, key, line)
     probes.files_written = written
     probes.files_read = sorted({p for p in read if p not in written})
     for line, (index, _, command, key, verbatim) in list(errors.items())[-(max_errors or len(errors) or 1):]:
-        probes.errors.append(ErrorProbe(error_probe_text(line), clip_verbatim(verbatim), normalize(command)[:200],
+        probes.errors.append(ErrorProbe(error_probe_text(line), clip_verbatim(verbatim),
+                                        normalize(redact_secrets(command))[:200],
                                         clean_runs.get(key, -1) > index, index))
     for value, (index, kind) in first_seen.items():
-        if kind is not None and index in removed and last_use.get(value, -1) > index:
+        if kind is not None and index in removed and last_use.get(value, -1) > index \
+                and redact_secrets(value) == value:      # a secret is no value a summary may keep
             probes.identifiers[value] = kind
     return probes
 

@@ -123,6 +123,19 @@ def test_no_secret_in_any_embedded_summary(tmp_path, inputs):
     quoted = [line for line in texts[0].splitlines() if "Use this credential for step" in line]
     assert len(quoted) >= 3
     assert all("[REDACTED]" in line or line.endswith(":…") for line in quoted), quoted
+    # nor does any file of the run beside the transcripts (whose tail is the input's, verbatim): the
+    # manifest lists what a summary missed, redacted as the summary is
+    files = [f for f in (tmp_path / "run").rglob("*") if f.is_file() and "transcripts" not in f.parts]
+    assert {f.name for f in files} >= {"manifest.jsonl", "summary.json", "cli.log"}
+    assert {f.relative_to(tmp_path / "run").as_posix(): leaked(f.read_text()) for f in files} \
+        == {f.relative_to(tmp_path / "run").as_posix(): [] for f in files}
+    [row] = [r for r in read_jsonl(tmp_path / "run" / "manifest.jsonl") if r["id"] == "secrets"]
+    # a turn the summary quotes redacted counts as kept: the probe is redacted as the summary is
+    kept_steps = {line.split("step ")[1].split(":")[0] for line in quoted if "[REDACTED]" in line}
+    missed_steps = {turn.split("step ")[1].split(":")[0] for turn in row["quality"]["missed"]["user_turns"]
+                    if "credential for step" in turn}
+    assert kept_steps and missed_steps and not kept_steps & missed_steps, (kept_steps, missed_steps)
+    assert row["quality"]["user_turns"]["kept"] >= len(kept_steps)
 
 
 def test_no_secret_sent_to_or_returned_by_an_llm_summarizer(tmp_path, inputs):
