@@ -75,13 +75,18 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
                  output_dir or f"{run_dir}/transcripts", ", incremental" if cfg.incremental.enabled else "")
     try:
         tree = components.output_tree(cfg, run_dir)
-    except OutputLocked as error:     # said in summary.json too: the folder is not a crashed run
+    except (OutputLocked, ConfigError) as error:    # said in summary.json too: the folder is not a crashed run
+        code = EXIT_STOPPED if isinstance(error, OutputLocked) else EXIT_CONFIG
         run_log.error("%s", error)
-        print(f"hermes-pipeline: {error} (this run: {run_dir})", file=sys.stderr)
+        print(f"hermes-pipeline: {'' if code == EXIT_STOPPED else 'error: '}{error} (this run: {run_dir})",
+              file=sys.stderr)
+        for part in (built.runner, built.engine, built.summarizer):
+            part.close()
         folder.close()
-        folder.write_summary({"status": "stopped", "stopped": str(error), "exit_code": EXIT_STOPPED,
-                              "conversations": 0})
-        return EXIT_STOPPED
+        folder.write_summary({"status": "stopped", "stopped": str(error), "exit_code": code, "conversations": 0})
+        return code
+    if tree.input_moved:
+        print(f"hermes-pipeline: warning: {tree.input_moved}", file=sys.stderr)
     if not cfg.quiet:
         _to_stdout(lambda: [print(line, flush=True) for line in (built.caching.status_line(), built.runner.describe())
                             if line])

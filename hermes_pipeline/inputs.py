@@ -40,6 +40,16 @@ def _in_a_run_folder(found: "InputFile") -> bool:
     return any(_run_output(parent) for parent in below_root)
 
 
+def input_root(spec: str) -> Path:
+    """The folder an input's relative paths start from: a file's folder, the folder, a glob's fixed part."""
+    path = Path(spec).expanduser()
+    if path.is_file():
+        return path.parent.resolve()
+    if path.is_dir() or not _WILDCARDS & set(spec):
+        return path.resolve()
+    return _static_prefix(spec).resolve()
+
+
 def resolve_inputs(spec: str, exclude: list[Path] = ()) -> list[InputFile]:
     """A file, every *.jsonl under a directory, or a glob; sorted, so runs are reproducible."""
     path = Path(spec).expanduser()
@@ -53,10 +63,14 @@ def resolve_inputs(spec: str, exclude: list[Path] = ()) -> list[InputFile]:
                  for p in sorted(glob.glob(spec, recursive=True)) if Path(p).is_file()]
     else:
         raise ConfigError(f"input={spec!r}: no such file or directory")
+    matched = len(found)
     for folder in exclude:    # never read our own output back in
         folder = Path(folder).resolve()
         found = [f for f in found if not f.path.resolve().is_relative_to(folder)]
     found = [f for f in found if not _in_a_run_folder(f)]
+    if not found and matched:
+        raise ConfigError(f"input={spec!r}: its {matched} .jsonl file(s) are all output of this tool (inside "
+                          "output.dir, this run's folder or an earlier run's folder), which is never read back in")
     if not found:
         raise ConfigError(f"input={spec!r} matched no .jsonl files")
     return found

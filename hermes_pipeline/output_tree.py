@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hermes_pipeline.config import ConfigError
 from hermes_pipeline.jsonl import AtomicJsonlWriter
 from hermes_pipeline.run_folder import recover_interrupted, run_log
 from hermes_pipeline.state import STATE_DIR, IncrementalState, OutputLock
@@ -41,16 +42,31 @@ class OutputTree:
     def __init__(self, root: Path, persistent: bool, state: IncrementalState | None = None,
                  lock: OutputLock | None = None):
         self.root, self.persistent, self.state, self.lock = root, persistent, state, lock
+        self.input_moved: str | None = None     # the tree mirrored another input until this run
 
     @classmethod
     def in_run_folder(cls, run_dir: Path) -> "OutputTree":
         return cls(run_dir / "transcripts", persistent=False)
 
     @classmethod
-    def persistent_tree(cls, root: Path, run_dir: Path, incremental: bool, config_fp: str) -> "OutputTree":
-        """Lock the tree, clean what a killed run left, and finish the records of runs that died."""
+    def persistent_tree(cls, root: Path, run_dir: Path, incremental: bool, config_fp: str,
+                        input_root: Path | None = None, prune: bool = False) -> "OutputTree":
+        """Lock the tree, clean what a killed run left, and finish the records of runs that died.
+
+        Raises OutputLocked when a live run holds the tree, and ConfigError when incremental.prune
+        would compare the tree with another input than the one it mirrors (everything would look gone).
+        """
         root.mkdir(parents=True, exist_ok=True)
-        lock = OutputLock(root, run_dir)          # raises OutputLocked when a live run holds it
+        lock = OutputLock(root, run_dir)
+        state, moved = None, None
+        if incremental:
+            state = IncrementalState(root, config_fp, run_id=str(run_dir.resolve()))
+            try:
+                moved = cls._check_input_root(state, root, input_root, prune)
+            except ConfigError:
+                state.close()
+                lock.release()
+                raise
         if lock.taken_over_from:
             run_log.warning("output.dir %s: its last holder (%s) died without releasing it; taken over",
                             root, lock.taken_over_from)
@@ -58,16 +74,36 @@ class OutputTree:
             if STATE_DIR not in leftover.relative_to(root).parts:
                 leftover.unlink()
                 run_log.info("removed %s, left by a run that did not finish", leftover)
-        state = None
-        if incremental:
-            state = IncrementalState(root, config_fp, run_id=str(run_dir.resolve()))
+        if state is not None:
             for run_id, earlier in state.start_run(run_dir):
                 rows = recover_interrupted(Path(earlier), state.rows_of_run(run_id), by=run_dir)
                 if rows is not None:
                     run_log.warning("completed the records of %s, a run killed before it finished (%d row(s)); "
                                     "what it did not finish is done by this run", earlier, rows)
                 state.finish_run("interrupted", run_id)
-        return cls(root, persistent=True, state=state, lock=lock)
+        tree = cls(root, persistent=True, state=state, lock=lock)
+        tree.input_moved = moved
+        return tree
+
+    @staticmethod
+    def _check_input_root(state: IncrementalState, root: Path, input_root: Path | None, prune: bool) -> str | None:
+        """None, or a warning when the tree mirrored another input so far."""
+        before = state.input_root()
+        if input_root is None or before == str(input_root):
+            return None
+        if before is not None and prune:
+            raise ConfigError(
+                f"output.dir {root} mirrors input {before}, and this run reads {input_root}: with "
+                "incremental.prune=true every output of the other input would be deleted as gone. Give the "
+                "same input, or another output.dir; if the archive really moved there, run once without "
+                "incremental.prune (this output.dir then mirrors the new input, and lists what it lacks)")
+        state.set_input_root(str(input_root))
+        if before is None:
+            return None
+        warning = (f"output.dir {root} mirrored input {before}; it mirrors {input_root} from now on (outputs of "
+                   "files the new input lacks are reported as removed, and kept)")
+        run_log.warning("%s", warning)
+        return warning
 
     def path_for(self, relative: Path) -> Path:
         return self.root / relative

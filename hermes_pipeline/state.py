@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS items (
     PRIMARY KEY (rel_path, item_key, config_fp));
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, run_dir TEXT, pid INTEGER, host TEXT, started REAL, status TEXT);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 """
 
 
@@ -151,6 +152,16 @@ class IncrementalState:
         """(manifest row, quarantine row) of everything a run committed."""
         found = self.db.execute("SELECT manifest_row, quarantine_row FROM items WHERE run_id = ?", (run_id,))
         return [(json.loads(m) if m else None, json.loads(q) if q else None) for m, q in found]
+
+    # -- the input the tree mirrors ----------------------------------------------
+
+    def input_root(self) -> str | None:
+        """The input folder the last run read (its files' paths are relative to it), if any run did."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'input_root'").fetchone()
+        return row[0] if row else None
+
+    def set_input_root(self, root: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('input_root', ?)", (root,))
 
     # -- files ------------------------------------------------------------------
 

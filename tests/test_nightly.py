@@ -122,6 +122,38 @@ def test_a_changed_config_reprocesses_and_deleted_inputs_are_reported_then_prune
     assert nightly(archive, "7").returncode == 0 and summary(archive, "7")["removed"]["conversations"] == 0
 
 
+def test_prune_against_another_input_than_the_tree_mirrors_is_refused_and_deletes_nothing(archive):
+    assert nightly(archive, "1").returncode == 0
+    before = tree_digest(archive / "out")
+    sub = archive / "in" / "claude-reliability"          # a narrower input: every other output would look gone
+    refused = run_cli(archive / "runs" / "2", f"input={sub}", f"output.dir={archive / 'out'}", "incremental=true",
+                      "incremental.prune=true", *SETTINGS)
+    assert refused.returncode == 1
+    assert f"mirrors input {archive / 'in'}" in refused.stderr and "incremental.prune=true" in refused.stderr
+    assert tree_digest(archive / "out") == before
+    assert summary(archive, "2")["exit_code"] == 1 and "mirrors input" in summary(archive, "2")["stopped"]
+    # without prune it is said, and nothing goes; the tree then mirrors the new input, so a later prune may
+    moved = run_cli(archive / "runs" / "3", f"input={sub}", f"output.dir={archive / 'out'}", "incremental=true",
+                    *SETTINGS)
+    assert moved.returncode == 0 and f"it mirrors {sub} from now on" in moved.stderr
+    assert summary(archive, "3")["removed"]["outputs_deleted"] is False
+    assert set(before) <= set(tree_digest(archive / "out"))
+    # the whole archive again: nothing was lost; what the narrower run wrote at the top is reported as removed
+    again = nightly(archive, "4")
+    assert again.returncode == 0 and "it mirrors" in again.stderr
+    strays = {f.name for f in sub.glob("*.jsonl")}
+    assert set(summary(archive, "4")["removed"]["files"]) == strays
+    assert set(before) <= set(tree_digest(archive / "out"))
+
+
+def test_an_input_holding_only_output_says_so(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "chats.jsonl").write_bytes(TAU_BENCH.read_bytes())
+    result = run_cli(tmp_path / "run", f"input={tmp_path / 'out'}", f"output.dir={tmp_path / 'out'}")
+    assert result.returncode == 1
+    assert "its 1 .jsonl file(s) are all output of this tool" in result.stderr
+
+
 @pytest.mark.parametrize("fault", ["file:1", "file:4", "committed:5", "listed:9", "committed:30"],
                          ids=["before-the-first-write", "between-files", "during-the-manifest-flush",
                               "mid-file", "late-in-a-big-file"])
