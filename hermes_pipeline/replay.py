@@ -102,6 +102,7 @@ class Bill:
     cache_read_usd: float = 0.0
     output_usd: float = 0.0
     summary_usd: float = 0.0
+    over_context: int = 0          # requests whose prompt is longer than the model's context: they would fail
     work: int = 0                  # messages looked at: grows linearly with the conversation
     per_request: list | None = field(default=None, repr=False)   # (uncached, write, read) per request
 
@@ -143,6 +144,9 @@ class ReplayResult:
             "cache_hit_rate": b.cache_hit_rate,
             "cost_usd_no_compression": round(self.no_compression.cost_usd, 6),
             "cost_usd_no_caching": round(self.no_caching.cost_usd, 6),
+            # a bill whose requests do not fit the context is one no model would send
+            "requests_over_context": b.over_context,
+            "requests_over_context_no_compression": self.no_compression.over_context,
         }
 
 
@@ -319,6 +323,8 @@ class _Replay:
         uncached = prompt - read - write
         output = self.c[i]
         bill.requests += 1
+        if prompt > s.context_length:
+            bill.over_context += 1
         bill.uncached_tokens += uncached
         bill.cache_write_tokens += write
         bill.cache_read_tokens += read

@@ -20,7 +20,8 @@ from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.transcript import COMPACTION_NOTE
 
 TOKEN_KEYS = ("requests", "compactions", "uncached_tokens", "cache_write_tokens", "cache_read_tokens",
-              "output_tokens", "summary_calls", "summary_input_tokens", "summary_output_tokens")
+              "output_tokens", "summary_calls", "summary_input_tokens", "summary_output_tokens",
+              "requests_over_context", "requests_over_context_no_compression")
 USD_KEYS = ("input_usd", "cache_write_usd", "cache_read_usd", "output_usd", "summary_usd", "cost_usd",
             "cost_usd_no_compression", "cost_usd_no_caching")
 

@@ -7,10 +7,15 @@ folder: `.hydra/overrides.yaml` (the settings), `summary.json` (the figures),
 `transcripts/` (a digest, to flag points whose outputs are identical).
 
 Axes: cost = the replayed bill with compaction (summary.json `replay.cost_usd`,
-hermes_pipeline/replay.py); quality = `quality.score` when the runs have one,
-else the share of tokens kept (tokens_after / tokens_before): a proxy, more
-kept is less lost. A point is on the Pareto front when no other point is at
-least as cheap and at least as good, and better in one of the two.
+hermes_pipeline/replay.py); quality = the quality score averaged over every
+conversation of the point, a conversation left whole counting 1.0 (nothing of
+it was lost), when the runs have quality scores; else the share of tokens kept
+(tokens_after / tokens_before): a proxy, more kept is less lost. So a point
+that compacts nothing (compression.enabled=false) has quality 1.0 and competes
+like any other. A point is on the Pareto front when no other point is at least
+as cheap and at least as good, and better in one of the two. The report says
+when not compacting at all would cost less than every point, and how many of
+those uncompacted requests would not fit the model's context.
 """
 from __future__ import annotations
 
@@ -28,9 +33,10 @@ import yaml
 from hydra.experimental.callback import Callback
 
 log = logging.getLogger(__name__)
-FIGURES = ("conversations", "compacted", "tokens_before", "tokens_after", "quality_score", "kept_share",
-           "replay_cost_usd", "replay_cost_no_compression_usd", "replay_cost_no_caching_usd",
-           "replay_cache_write_usd", "replay_cache_hit_rate", "replay_compactions",
+FIGURES = ("conversations", "compacted", "unchanged", "tokens_before", "tokens_after", "quality_score",
+           "quality_score_compacted", "kept_share", "replay_cost_usd", "replay_cost_no_compression_usd",
+           "replay_cost_no_caching_usd", "replay_cache_write_usd", "replay_cache_hit_rate", "replay_compactions",
+           "replay_over_context", "replay_over_context_no_compression",
            "summarizer_calls", "summarizer_usd", "wall_seconds")
 
 
@@ -70,14 +76,26 @@ def transcripts_digest(folder: Path) -> str | None:
     return digest.hexdigest()
 
 
+def quality_over_all(summary: dict) -> float | None:
+    """The mean quality score over the compacted conversations and those left whole (1.0 each)."""
+    score, compacted = _get(summary, "quality.score"), _get(summary, "statuses.compacted") or 0
+    whole = _get(summary, "statuses.unchanged") or 0
+    if score is None:      # nothing compacted (a whole conversation keeps all), or no quality stage
+        return 1.0 if whole and not compacted else None
+    scored = _get(summary, "quality.conversations") or compacted
+    return round((score * scored + whole) / (scored + whole), 4) if scored + whole else score
+
+
 def figures_of(summary: dict) -> dict[str, Any]:
     replay = summary.get("replay") or {}
     before, after = summary.get("tokens_before"), summary.get("tokens_after")
     return {
         "conversations": summary.get("conversations"),
         "compacted": _get(summary, "statuses.compacted"),
+        "unchanged": _get(summary, "statuses.unchanged"),
         "tokens_before": before, "tokens_after": after,
-        "quality_score": _get(summary, "quality.score"),
+        "quality_score": quality_over_all(summary),
+        "quality_score_compacted": _get(summary, "quality.score"),
         "kept_share": round(after / before, 4) if before and after is not None else None,
         "replay_cost_usd": replay.get("cost_usd"),
         "replay_cost_no_compression_usd": replay.get("cost_usd_no_compression"),
@@ -85,6 +103,8 @@ def figures_of(summary: dict) -> dict[str, Any]:
         "replay_cache_write_usd": replay.get("cache_write_usd"),
         "replay_cache_hit_rate": replay.get("cache_hit_rate"),
         "replay_compactions": replay.get("compactions"),
+        "replay_over_context": replay.get("requests_over_context"),
+        "replay_over_context_no_compression": replay.get("requests_over_context_no_compression"),
         "summarizer_calls": summary.get("summarizer_calls"),
         "summarizer_usd": _get(summary, "estimated_cost_usd.summarizer"),
         "wall_seconds": summary.get("wall_seconds"),
@@ -123,7 +143,8 @@ def rank(points: list[Point]) -> tuple[list[Point], str, str]:
     """Cost and quality of each point, the Pareto front, identical outputs; best first."""
     has_quality = any(p.figures["quality_score"] is not None for p in points)
     has_replay = any(p.figures["replay_cost_usd"] is not None for p in points)
-    quality_axis = "quality.score" if has_quality else "share of tokens kept (tokens_after / tokens_before)"
+    quality_axis = "quality.score over every conversation (one left whole counts 1.0)" if has_quality \
+        else "share of tokens kept (tokens_after / tokens_before)"
     cost_axis = "replayed bill with compaction, USD (replay.cost_usd)" if has_replay \
         else "summarizer cost, USD (estimated_cost_usd.summarizer): no replay in these runs"
     for p in points:
@@ -193,12 +214,44 @@ def write_markdown(points: list[Point], cost_axis: str, quality_axis: str, path:
             _fmt(f["summarizer_calls"]), _fmt(f["summarizer_usd"]), _fmt(f["wall_seconds"], 2),
             f"job {p.identical_to} (identical transcripts)" if p.identical_to else ""]) + " |")
     front = [p.job for p in points if p.pareto]
+    lines += no_compaction_warning(points) + over_context_note(points)
     lines += ["", f"★ Pareto front of cost vs quality: job(s) {', '.join(front) or 'none'}. No other point is "
               "at least as cheap and at least as good; every point off the front is beaten on both by one on it.",
               "Rows are best first: the front by cost, then the others by cost. Points flagged "
               "\"same output as\" wrote byte-identical transcripts: their settings differ only in what the "
               "bill or the run cost, not in what was kept."]
     path.write_text("\n".join(lines) + "\n")
+
+
+def no_compaction_warning(points: list[Point]) -> list[str]:
+    """Lines saying when not compacting at all beats every point on cost, and whether it would even fit."""
+    costs = [p.cost for p in points if p.cost is not None]
+    bare = [p for p in points if p.figures["replay_cost_no_compression_usd"] is not None]
+    if not costs or not bare:
+        return []
+    cheapest = min(bare, key=lambda p: p.figures["replay_cost_no_compression_usd"])
+    bare_cost = cheapest.figures["replay_cost_no_compression_usd"]
+    if bare_cost >= min(costs):
+        return []
+    over = cheapest.figures["replay_over_context_no_compression"] or 0
+    requests = "" if not over else (
+        f" But {over:,} of its requests would be longer than the model's context (`model.context_length`) "
+        "and fail: it is a price no agent could pay, and compaction is what makes those conversations fit.")
+    return ["", f"**Not compacting at all would cost less than every point here**: ${bare_cost:.4f} (the bill "
+            f"without compaction of job {cheapest.job}, with its caching settings) against ${min(costs):.4f} "
+            "for the cheapest point. On these conversations each compaction (a summary call and a rewritten "
+            "cache) costs more than the shorter prompts save." + requests]
+
+
+def over_context_note(points: list[Point]) -> list[str]:
+    """A line naming the points whose own bill has requests longer than the model's context."""
+    over = [(p.job, p.figures["replay_over_context"]) for p in points if p.figures["replay_over_context"]]
+    if not over:
+        return []
+    jobs = ", ".join(f"job {job} ({n:,})" for job, n in over)
+    return ["", f"Requests longer than the model's context in the bill of {jobs}: a model would refuse them, so "
+            "those bills are lower bounds of settings that do not work as they are (with compaction, a tail "
+            "or a head that alone outgrows the context)."]
 
 
 def write_png(points: list[Point], cost_axis: str, quality_axis: str, path: Path, title: str) -> bool:

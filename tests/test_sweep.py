@@ -56,7 +56,12 @@ def test_sweep_report_has_one_row_per_point_with_its_settings(grid):
         summary = json.loads((grid / row["job"] / "summary.json").read_text())
         assert int(row["conversations"]) == summary["conversations"] == 12
         assert float(row["replay_cost_usd"]) == summary["replay"]["cost_usd"] > 0
-        assert float(row["quality_score"]) == summary["quality"]["score"]      # the run's own quality score
+        assert float(row["quality_score_compacted"]) == summary["quality"]["score"]   # the run's own score
+        # the point's quality: every conversation's, a conversation left whole counting 1.0
+        scores = [r["quality"]["score"] if r["status"] == "compacted" else 1.0
+                  for r in read_jsonl(grid / row["job"] / "manifest.jsonl")]
+        assert abs(float(row["quality_score"]) - sum(scores) / len(scores)) < 1e-3
+        assert float(row["quality_score"]) >= float(row["quality_score_compacted"])
         assert 0 < float(row["kept_share"]) < 1
 
 
@@ -142,15 +147,18 @@ def test_report_command_works_on_runs_without_replay_or_with_a_quality_score(tmp
     assert row["replay_cost_usd"] == "" and row["pareto"] == "yes"
     assert "summarizer cost" in (tmp_path / "r1" / "sweep.md").read_text()
     assert (tmp_path / "r1" / "sweep.md").read_text().startswith(f"# Sweep report: {old}\n")   # what it compares
+    expected = []
     for folder, score in ((old, 0.9), (scored, 0.7)):
         summary = json.loads((folder / "summary.json").read_text())
-        summary["quality"] = {"score": score}
+        compacted, whole = summary["statuses"]["compacted"], summary["statuses"]["unchanged"]
+        summary["quality"] = {"score": score, "conversations": compacted}
         (folder / "summary.json").write_text(json.dumps(summary))
+        expected.append(str(round((score * compacted + whole) / (compacted + whole), 4)))
     from hermes_pipeline.sweep_report import write_report
     written = write_report([old, scored], tmp_path / "r2")
     assert set(written) == {"csv", "md", "png"}
-    assert "Quality: quality.score" in written["md"].read_text()
-    assert [r["quality_score"] for r in csv_rows(written["csv"])] == ["0.9", "0.7"]
+    assert "Quality: quality.score over every conversation" in written["md"].read_text()
+    assert [r["quality_score"] for r in csv_rows(written["csv"])] == expected
 
 
 def test_report_command_says_so_when_there_is_nothing_to_report(tmp_path):
@@ -195,3 +203,43 @@ def test_hydra_mode_multirun_given_as_an_override_still_sweeps(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert sorted(p.name for p in (tmp_path / "s").iterdir() if p.is_dir()) == ["0", "1"]
     assert len(csv_rows(tmp_path / "s" / "sweep.csv")) == 2
+
+
+
+@pytest.fixture(scope="module")
+def on_off(tmp_path_factory):
+    """compression.enabled as a sweep axis, with the README's warm caches (a turn every 10 minutes, 1h TTL),
+    where compaction costs more than it saves on these short conversations."""
+    folder = tmp_path_factory.mktemp("on-off") / "sweep"
+    warm = [o for o in SMALL if not o.startswith("replay.turn_gap_s=")] + ["replay.turn_gap_s=600"]
+    sweep(folder, *warm, "compression.enabled=true,false", "prompt_caching.cache_ttl=1h")
+    return folder, {r["compression.enabled"].lower(): r for r in csv_rows(folder / "sweep.csv")}
+
+
+def test_not_compacting_is_a_point_like_any_other_and_its_oversized_requests_are_named(on_off):
+    """That point keeps everything (quality 1.0), so it can be on the front; its bill sends requests no
+    4K-context model would take, and the report says so."""
+    folder, rows = on_off
+    off, on = rows["false"], rows["true"]
+    assert off["compacted"] == "0" and float(off["quality_score"]) == 1.0 and off["quality_score_compacted"] == ""
+    assert off["replay_cost_usd"] == off["replay_cost_no_compression_usd"]
+    assert int(off["replay_over_context"]) > int(on["replay_over_context"])
+    assert off["pareto"] == "yes"                 # nothing keeps more, and here nothing costs less
+    text = (folder / "sweep.md").read_text()
+    assert f"job {off['job']} ({int(off['replay_over_context']):,})" in text
+    assert "a model would refuse them" in text
+
+
+def test_the_report_says_when_not_compacting_beats_every_point_and_would_not_fit(tmp_path, on_off, grid):
+    folder, rows = on_off
+    on = rows["true"]
+    assert float(on["replay_cost_no_compression_usd"]) < float(on["replay_cost_usd"])   # warm caches: see above
+    from hermes_pipeline.sweep_report import write_report
+    text = write_report([folder / on["job"]], tmp_path / "out")["md"].read_text()
+    assert "Not compacting at all would cost less than every point here" in text
+    assert f"${float(on['replay_cost_no_compression_usd']):.4f}" in text
+    assert f"{int(on['replay_over_context_no_compression']):,} of its requests would be longer" in text
+    # where compaction pays (caches expire between turns: the grid), nothing of the kind is said
+    cheapest = min(float(r["replay_cost_usd"]) for r in csv_rows(grid / "sweep.csv"))
+    assert all(float(r["replay_cost_no_compression_usd"]) > cheapest for r in csv_rows(grid / "sweep.csv"))
+    assert "Not compacting at all would cost less" not in (grid / "sweep.md").read_text()
