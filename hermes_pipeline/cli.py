@@ -71,7 +71,8 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     run_log.info("hermes-pipeline %s: input %s (%d file(s), %.1f MB); engine %s, summarizer %s, runner %s; "
                  "output %s%s", __version__, cfg.input.path, len(inputs),
                  sum(f.path.stat().st_size for f in inputs) / 1e6, built.resolved.name,
-                 getattr(built.summarizer, "name", "?"), getattr(built.runner, "name", "?"),
+                 getattr(built.summarizer, "name", "?"),
+                 (built.runner.describe() or getattr(built.runner, "name", "?")).removeprefix("runner: "),
                  output_dir or f"{run_dir}/transcripts", ", incremental" if cfg.incremental.enabled else "")
     try:
         tree = components.output_tree(cfg, run_dir)

@@ -74,6 +74,8 @@ def test_version_is_the_projects():
     ("compression.treshold=0.4", "compression.threshold"),
     ("+prompt_caching.ttl=1h", "prompt_caching.cache_ttl"),
     ("summarizer.retry.atempts=2", "summarizer.retry.attempts"),
+    ("inptu=samples", "input"),         # a short form
+    ("runer.processes=2", "runner.processes"),
 ])
 def test_an_unknown_key_fails_naming_the_closest_valid_key(tmp_path, typo, closest):
     result = run_cli(tmp_path / "run", "input=samples", typo)

@@ -55,7 +55,10 @@ def known_keys() -> list[str]:
 
 
 def unknown_key_error(key: str) -> ConfigError:
-    close = difflib.get_close_matches(key, known_keys(), n=1, cutoff=0.6)
+    keys = known_keys()
+    # the names one gives alone too: config groups and short forms (`input=...` is input.path)
+    nodes = sorted({k.split(".")[0] for k in keys} | set(GROUPS)) if "." not in key else []
+    close = difflib.get_close_matches(key, nodes + keys, n=1, cutoff=0.6)
     if not close:   # a typo in the last part only: compare within the same parent
         parent, _, last = key.rpartition(".")
         siblings = [k for k in known_keys() if k.rpartition(".")[0] == parent]
