@@ -13,19 +13,14 @@ import hashlib
 import logging
 import os
 import pickle
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator
 
 from hermes_pipeline.config import ConfigError
+from hermes_pipeline.runners.batches import Batch, batches, merged, work_on_blobs
 from hermes_pipeline.runners.local import in_order
 
 TASKS_PER_THREAD = 4     # submitted ahead per worker thread: no worker idles behind a slow head, bounded memory
-# A task carries consecutive conversations up to this much pickled, or this many: each task costs the
-# scheduler and this process a few milliseconds, as much as compacting a small conversation. Long
-# conversations still go one a task, so work is shared finely where it is heavy.
-BATCH_BYTES = 256 << 10
-BATCH_ITEMS = 16
 _engines: dict[str, Any] = {}   # on a worker: engines built so far, by config token
 
 
@@ -34,50 +29,17 @@ def _on_worker(make_engine: Callable[[], Any], token: str, work: Callable, packe
     engine = _engines.get(token)
     if engine is None:
         engine = _engines[token] = make_engine()
-    return [work(engine, pickle.loads(blob)) for blob in packed]
-
-
-@dataclass
-class _Batch:
-    """Consecutive items: those needing work pickled to go to a worker, the rest (markers, reused
-    conversations) kept here, where their results are made."""
-    entries: list[tuple[bool, Any]] = field(default_factory=list)   # (sent away, blob or item)
-    size: int = 0
-
-    @property
-    def blobs(self) -> list[bytes]:
-        return [blob for sent, blob in self.entries if sent]
-
-
-def _batches(items: Iterable, needs_work: Callable[[Any], bool]) -> Iterator[_Batch]:
-    batch = _Batch()
-    for item in items:
-        if needs_work(item):
-            blob = pickle.dumps(item, protocol=5)   # the scheduler passes one blob on without unpacking it
-            batch.entries.append((True, blob))
-            batch.size += len(blob)
-        else:
-            batch.entries.append((False, item))
-        if batch.size >= BATCH_BYTES or len(batch.entries) >= BATCH_ITEMS:
-            yield batch
-            batch = _Batch()
-    if batch.entries:
-        yield batch
+    return work_on_blobs(work, engine, packed)
 
 
 class _Pending:
     """A batch and the future of its worker results; merged back in input order."""
 
-    def __init__(self, batch: _Batch, future):
+    def __init__(self, batch: Batch, future):
         self.batch, self.future = batch, future
 
     def merged(self, local: Callable[[Any], Any]) -> list:
-        return _merged(self.batch, self.future.result(), local)
-
-
-def _merged(batch: _Batch, results: list, local: Callable[[Any], Any]) -> list:
-    done = iter(results)
-    return [next(done) if sent else local(item) for sent, item in batch.entries]
+        return merged(self.batch, self.future.result(), local)
 
 
 class DaskRunner:
@@ -121,8 +83,8 @@ class DaskRunner:
         local = partial(work, None)
         submit = lambda batch: _Pending(batch, self.client.submit(_on_worker, self.make_engine, self.token, work,
                                                                   batch.blobs, pure=False))
-        for results in in_order(submit, _batches(items, needs_work), self.threads() * TASKS_PER_THREAD,
-                                lambda batch: bool(batch.blobs), lambda batch: _merged(batch, [], local),
+        for results in in_order(submit, batches(items, needs_work), self.threads() * TASKS_PER_THREAD,
+                                lambda batch: bool(batch.blobs), lambda batch: merged(batch, [], local),
                                 lambda pending: pending.merged(local)):
             yield from results
 

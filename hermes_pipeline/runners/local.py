@@ -2,8 +2,9 @@
 
 Threads (`runner.concurrency`) pay off when the summarizer waits on a remote
 model; worker processes (`runner.processes`) when the embedded summarizer
-keeps every core busy. Either way results come back in input order, with a
-bounded number in flight, so output files are identical and memory stays
+keeps every core busy (small conversations travel to them in batches:
+batches.py). Either way results come back in input order, with a bounded
+number in flight, so output files are identical and memory stays
 bounded whatever the setting. Items that need no engine (rejected lines,
 conversations an incremental run reuses) never leave this process.
 """
@@ -15,6 +16,8 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+from hermes_pipeline.runners.batches import batches, merged, work_on_blobs
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -56,8 +59,8 @@ def _start_worker(make_state: Callable[[], Any]) -> None:
     _worker_state = make_state()
 
 
-def _call_in_worker(function: Callable[[Any, T], R], item: T) -> R:
-    return function(_worker_state, item)
+def _call_in_worker(function: Callable[[Any, T], R], blobs: list[bytes]) -> list[R]:
+    return work_on_blobs(function, _worker_state, blobs)
 
 
 class LocalRunner:
@@ -94,8 +97,11 @@ class LocalRunner:
         # each worker builds its own engine once, from a resolved config (picklable)
         context = multiprocessing.get_context("spawn" if multiprocessing.get_start_method() == "spawn" else "fork")
         with context.Pool(self.processes, initializer=_start_worker, initargs=(self.make_engine,)) as pool:
-            yield from in_order(lambda item: pool.apply_async(_call_in_worker, (work, item)), items,
-                                self.processes * WINDOW_PER_WORKER, needs_work, local, lambda r: r.get())
+            submit = lambda batch: (batch, pool.apply_async(_call_in_worker, (work, batch.blobs)))
+            for results in in_order(submit, batches(items, needs_work), self.processes * WINDOW_PER_WORKER,
+                                    lambda batch: bool(batch.blobs), lambda batch: merged(batch, [], local),
+                                    lambda sent: merged(sent[0], sent[1].get(), local)):
+                yield from results
 
     def describe(self) -> str | None:
         """A start-up line, when there is more to say than 'one thread on this machine'."""
