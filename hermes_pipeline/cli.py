@@ -86,8 +86,8 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
         folder.close()
         folder.write_summary({"status": "stopped", "stopped": str(error), "exit_code": code, "conversations": 0})
         return code
-    if tree.input_moved:
-        print(f"hermes-pipeline: warning: {tree.input_moved}", file=sys.stderr)
+    if tree.moved_note:
+        print(f"hermes-pipeline: warning: {tree.moved_note}", file=sys.stderr)
     if not cfg.quiet:
         _to_stdout(lambda: [print(line, flush=True) for line in (built.caching.status_line(), built.runner.describe())
                             if line])

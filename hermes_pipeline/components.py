@@ -115,7 +115,7 @@ def output_tree(cfg: DictConfig, run_dir: Path) -> OutputTree:
     if folder is None:
         return OutputTree.in_run_folder(run_dir)
     return OutputTree.persistent_tree(folder, run_dir, bool(cfg.incremental.enabled), config_fingerprint(cfg),
-                                      input_root(str(cfg.input.path)), bool(cfg.incremental.prune))
+                                      input_root(str(cfg.input.path)), bool(cfg.incremental.input_moved))
 
 
 def build(cfg: DictConfig, store_dir: Path = Path(".")) -> Components:

@@ -42,7 +42,7 @@ class OutputTree:
     def __init__(self, root: Path, persistent: bool, state: IncrementalState | None = None,
                  lock: OutputLock | None = None):
         self.root, self.persistent, self.state, self.lock = root, persistent, state, lock
-        self.input_moved: str | None = None     # the tree mirrored another input until this run
+        self.moved_note: str | None = None      # the tree mirrored another input until this run
 
     @classmethod
     def in_run_folder(cls, run_dir: Path) -> "OutputTree":
@@ -50,11 +50,11 @@ class OutputTree:
 
     @classmethod
     def persistent_tree(cls, root: Path, run_dir: Path, incremental: bool, config_fp: str,
-                        input_root: Path | None = None, prune: bool = False) -> "OutputTree":
+                        input_root: Path | None = None, input_moved: bool = False) -> "OutputTree":
         """Lock the tree, clean what a killed run left, and finish the records of runs that died.
 
-        Raises OutputLocked when a live run holds the tree, and ConfigError when incremental.prune
-        would compare the tree with another input than the one it mirrors (everything would look gone).
+        Raises OutputLocked when a live run holds the tree, and ConfigError for an input other than
+        the one the tree mirrors (see _check_input_root).
         """
         root.mkdir(parents=True, exist_ok=True)
         lock = OutputLock(root, run_dir)
@@ -62,7 +62,7 @@ class OutputTree:
         if incremental:
             state = IncrementalState(root, config_fp, run_id=str(run_dir.resolve()))
             try:
-                moved = cls._check_input_root(state, root, input_root, prune)
+                moved = cls._check_input_root(state, root, input_root, input_moved)
             except ConfigError:
                 state.close()
                 lock.release()
@@ -82,26 +82,30 @@ class OutputTree:
                                     "what it did not finish is done by this run", earlier, rows)
                 state.finish_run("interrupted", run_id)
         tree = cls(root, persistent=True, state=state, lock=lock)
-        tree.input_moved = moved
+        tree.moved_note = moved
         return tree
 
     @staticmethod
-    def _check_input_root(state: IncrementalState, root: Path, input_root: Path | None, prune: bool) -> str | None:
-        """None, or a warning when the tree mirrored another input so far."""
+    def _check_input_root(state: IncrementalState, root: Path, input_root: Path | None, moved: bool) -> str | None:
+        """None, or what to say when the input moved; raises ConfigError for another input.
+
+        The tree mirrors the input its first run read: its files' paths are relative to that folder.
+        Another input (a subfolder, a typo) would write beside them and, with prune, see every other
+        output as gone; so it is refused unless incremental.input_moved says the archive moved.
+        """
         before = state.input_root()
         if input_root is None or before == str(input_root):
             return None
-        if before is not None and prune:
+        if before is not None and not moved:
             raise ConfigError(
-                f"output.dir {root} mirrors input {before}, and this run reads {input_root}: with "
-                "incremental.prune=true every output of the other input would be deleted as gone. Give the "
-                "same input, or another output.dir; if the archive really moved there, run once without "
-                "incremental.prune (this output.dir then mirrors the new input, and lists what it lacks)")
+                f"output.dir {root} mirrors input {before}, and this run reads {input_root}: its outputs would "
+                "land beside the others and, with incremental.prune=true, every output of the other files would "
+                "be deleted as gone. Give the same input or another output.dir; if the archive moved there, "
+                "add incremental.input_moved=true")
         state.set_input_root(str(input_root))
         if before is None:
             return None
-        warning = (f"output.dir {root} mirrored input {before}; it mirrors {input_root} from now on (outputs of "
-                   "files the new input lacks are reported as removed, and kept)")
+        warning = f"output.dir {root} mirrored input {before}; it mirrors {input_root} from now on"
         run_log.warning("%s", warning)
         return warning
 

@@ -122,28 +122,36 @@ def test_a_changed_config_reprocesses_and_deleted_inputs_are_reported_then_prune
     assert nightly(archive, "7").returncode == 0 and summary(archive, "7")["removed"]["conversations"] == 0
 
 
-def test_prune_against_another_input_than_the_tree_mirrors_is_refused_and_deletes_nothing(archive):
+def test_another_input_than_the_tree_mirrors_is_refused_with_or_without_prune(archive):
     assert nightly(archive, "1").returncode == 0
     before = tree_digest(archive / "out")
     sub = archive / "in" / "claude-reliability"          # a narrower input: every other output would look gone
-    refused = run_cli(archive / "runs" / "2", f"input={sub}", f"output.dir={archive / 'out'}", "incremental=true",
-                      "incremental.prune=true", *SETTINGS)
-    assert refused.returncode == 1
-    assert f"mirrors input {archive / 'in'}" in refused.stderr and "incremental.prune=true" in refused.stderr
+    for name, prune in (("2", "incremental.prune=true"), ("3", "incremental.prune=false")):
+        refused = run_cli(archive / "runs" / name, f"input={sub}", f"output.dir={archive / 'out'}",
+                          "incremental=true", prune, *SETTINGS)
+        assert refused.returncode == 1, refused.stderr
+        assert f"mirrors input {archive / 'in'}, and this run reads {sub}" in refused.stderr
+        assert "incremental.input_moved=true" in refused.stderr
+        assert summary(archive, name)["exit_code"] == 1 and "mirrors input" in summary(archive, name)["stopped"]
+        assert tree_digest(archive / "out") == before            # nothing written, nothing deleted
+    # the right input still works, prune included, and finds nothing gone
+    again = nightly(archive, "4", "incremental.prune=true")
+    assert again.returncode == 0 and summary(archive, "4")["removed"]["files"] == []
     assert tree_digest(archive / "out") == before
-    assert summary(archive, "2")["exit_code"] == 1 and "mirrors input" in summary(archive, "2")["stopped"]
-    # without prune it is said, and nothing goes; the tree then mirrors the new input, so a later prune may
-    moved = run_cli(archive / "runs" / "3", f"input={sub}", f"output.dir={archive / 'out'}", "incremental=true",
-                    *SETTINGS)
-    assert moved.returncode == 0 and f"it mirrors {sub} from now on" in moved.stderr
-    assert summary(archive, "3")["removed"]["outputs_deleted"] is False
-    assert set(before) <= set(tree_digest(archive / "out"))
-    # the whole archive again: nothing was lost; what the narrower run wrote at the top is reported as removed
-    again = nightly(archive, "4")
-    assert again.returncode == 0 and "it mirrors" in again.stderr
-    strays = {f.name for f in sub.glob("*.jsonl")}
-    assert set(summary(archive, "4")["removed"]["files"]) == strays
-    assert set(before) <= set(tree_digest(archive / "out"))
+
+
+def test_an_archive_that_moved_is_accepted_when_said_so(archive):
+    assert nightly(archive, "1").returncode == 0
+    before = tree_digest(archive / "out")
+    (archive / "in").rename(archive / "moved")
+    moved = lambda name, *extra: run_cli(archive / "runs" / name, f"input={archive / 'moved'}",
+                                         f"output.dir={archive / 'out'}", "incremental=true", *SETTINGS, *extra)
+    assert moved("2").returncode == 1
+    said = moved("3", "incremental.input_moved=true", "incremental.prune=true")
+    assert said.returncode == 0 and f"it mirrors {archive / 'moved'} from now on" in said.stderr
+    assert summary(archive, "3")["conversations"] == 0 and summary(archive, "3")["removed"]["files"] == []
+    assert tree_digest(archive / "out") == before
+    assert moved("4").returncode == 0 and summary(archive, "4")["skipped_unchanged"] > 0   # the new input from now on
 
 
 def test_an_input_holding_only_output_says_so(tmp_path):

@@ -52,6 +52,8 @@ class IncrementalConfig:
                                "(needs output.dir; state in <output.dir>/.hermes/); `incremental=true` is short "
                                "for this")
     prune: bool = opt(False, "delete the outputs of input files that are gone (reported as removed either way)")
+    input_moved: bool = opt(False, "the archive moved: this run's input is the one output.dir mirrors from now "
+                                   "on (another input is refused otherwise)")
 
 
 @dataclass
