@@ -13,9 +13,11 @@ it was lost), when the runs have quality scores; else the share of tokens kept
 (tokens_after / tokens_before): a proxy, more kept is less lost. So a point
 that compacts nothing (compression.enabled=false) has quality 1.0 and competes
 like any other. A point is on the Pareto front when no other point is at least
-as cheap and at least as good, and better in one of the two. The report says
-when not compacting at all would cost less than every point, and how many of
-those uncompacted requests would not fit the model's context.
+as cheap and at least as good, and better in one of the two; a point whose bill
+has more requests longer than the model's context than the best-fitting point
+does not work as it is (a model refuses them), so it is marked and kept off the
+front. The report says when not compacting at all would cost less than every
+point, and how many of those uncompacted requests would not fit the context.
 """
 from __future__ import annotations
 
@@ -50,6 +52,7 @@ class Point:
     cost: float | None = None
     quality: float | None = None
     pareto: bool = False
+    overflows: bool = False      # more requests over the context than the best-fitting point: off the front
     identical_to: str | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -151,9 +154,14 @@ def rank(points: list[Point]) -> tuple[list[Point], str, str]:
         p.quality = p.figures["quality_score"] if has_quality else p.figures["kept_share"]
         p.cost = p.figures["replay_cost_usd"] if has_replay else p.figures["summarizer_usd"]
     scored = [p for p in points if p.cost is not None and p.quality is not None]
+    over = lambda p: p.figures["replay_over_context"] or 0
+    least_over = min(map(over, scored), default=0)    # what no setting here avoids (a message alone too long)
     for p in scored:
+        p.overflows = over(p) > least_over
+    working = [p for p in scored if not p.overflows]
+    for p in working:
         p.pareto = not any(q.cost <= p.cost and q.quality >= p.quality and (q.cost < p.cost or q.quality > p.quality)
-                           for q in scored)
+                           for q in working)
     first_of: dict[str, str] = {}
     for p in sorted(points, key=lambda p: int(p.job) if p.job.isdigit() else 0):
         if p.digest is not None:
@@ -162,7 +170,7 @@ def rank(points: list[Point]) -> tuple[list[Point], str, str]:
             else:
                 first_of[p.digest] = p.job
     inf = float("inf")
-    ordered = sorted(points, key=lambda p: (not p.pareto, p.cost if p.cost is not None else inf,
+    ordered = sorted(points, key=lambda p: (not p.pareto, p.overflows, p.cost if p.cost is not None else inf,
                                             -(p.quality if p.quality is not None else -inf)))
     return ordered, cost_axis, quality_axis
 
@@ -179,11 +187,13 @@ def write_csv(points: list[Point], path: Path) -> None:
     keys = sorted({k for p in points for k in p.overrides})
     with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["job", *keys, *FIGURES, "pareto", "identical_to", "transcripts_sha256", "folder"])
+        writer.writerow(["job", *keys, *FIGURES, "pareto", "over_context", "identical_to", "transcripts_sha256",
+                         "folder"])
         for p in sorted(points, key=lambda p: int(p.job) if p.job.isdigit() else 0):
             writer.writerow([p.job, *(p.overrides.get(k, "") for k in keys),
                              *("" if p.figures[f] is None else p.figures[f] for f in FIGURES),
-                             "yes" if p.pareto else "", p.identical_to or "", p.digest or "", str(p.folder)])
+                             "yes" if p.pareto else "", "yes" if p.overflows else "", p.identical_to or "",
+                             p.digest or "", str(p.folder)])
 
 
 def _fmt(value, digits: int = 4) -> str:
@@ -201,22 +211,24 @@ def write_markdown(points: list[Point], cost_axis: str, quality_axis: str, path:
     if fixed:
         lines += ["Same in every point: " + ", ".join(f"`{k}={v}`" for k, v in fixed.items()), ""]
     head = ["front", "job", *varying, "conversations", "compacted", "tokens before → after", "quality",
-            "cost $", "cost $ without compaction", "cache hit", "summarizer calls", "summarizer $", "wall s",
-            "same output as"]
+            "cost $", "cost $ without compaction", "requests over context", "cache hit", "summarizer calls",
+            "summarizer $", "wall s", "same output as"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for p in points:
         f = p.figures
         lines.append("| " + " | ".join([
-            "★" if p.pareto else "", p.job, *(f"`{p.overrides.get(k, '')}`" for k in varying),
+            "★" if p.pareto else "✗" if p.overflows else "", p.job, *(f"`{p.overrides.get(k, '')}`" for k in varying),
             _fmt(f["conversations"]), _fmt(f["compacted"]),
             f"{_fmt(f['tokens_before'])} → {_fmt(f['tokens_after'])}", _fmt(p.quality),
-            _fmt(p.cost), _fmt(f["replay_cost_no_compression_usd"]), _fmt(f["replay_cache_hit_rate"], 3),
+            _fmt(p.cost), _fmt(f["replay_cost_no_compression_usd"]), _fmt(f["replay_over_context"]),
+            _fmt(f["replay_cache_hit_rate"], 3),
             _fmt(f["summarizer_calls"]), _fmt(f["summarizer_usd"]), _fmt(f["wall_seconds"], 2),
             f"job {p.identical_to} (identical transcripts)" if p.identical_to else ""]) + " |")
     front = [p.job for p in points if p.pareto]
     lines += no_compaction_warning(points) + over_context_note(points)
-    lines += ["", f"★ Pareto front of cost vs quality: job(s) {', '.join(front) or 'none'}. No other point is "
-              "at least as cheap and at least as good; every point off the front is beaten on both by one on it.",
+    lines += ["", f"★ Pareto front of cost vs quality: job(s) {', '.join(front) or 'none'}. No other working point "
+              "is at least as cheap and at least as good; every other point off the front is beaten on both by one "
+              "on it.",
               "Rows are best first: the front by cost, then the others by cost. Points flagged "
               "\"same output as\" wrote byte-identical transcripts: their settings differ only in what the "
               "bill or the run cost, not in what was kept."]
@@ -244,14 +256,20 @@ def no_compaction_warning(points: list[Point]) -> list[str]:
 
 
 def over_context_note(points: list[Point]) -> list[str]:
-    """A line naming the points whose own bill has requests longer than the model's context."""
-    over = [(p.job, p.figures["replay_over_context"]) for p in points if p.figures["replay_over_context"]]
-    if not over:
+    """Lines on the requests longer than the model's context in the points' own bills."""
+    counts = [p.figures["replay_over_context"] or 0 for p in points if p.cost is not None]
+    if not any(counts):
         return []
-    jobs = ", ".join(f"job {job} ({n:,})" for job, n in over)
-    return ["", f"Requests longer than the model's context in the bill of {jobs}: a model would refuse them, so "
-            "those bills are lower bounds of settings that do not work as they are (with compaction, a tail "
-            "or a head that alone outgrows the context)."]
+    lines = [""]
+    if min(counts):
+        lines.append(f"Every point's bill has at least {min(counts):,} request(s) longer than the model's context: "
+                     "ones no setting here avoids (a head, or a few messages, that alone outgrow it).")
+    bad = [p for p in points if p.overflows]
+    if bad:
+        jobs = ", ".join(f"job {p.job} ({p.figures['replay_over_context']:,})" for p in bad)
+        lines.append(f"✗ More requests longer than the model's context than the best-fitting point in {jobs}: a model "
+                     "would refuse them, so those settings do not work as they are and are kept off the front.")
+    return lines
 
 
 def write_png(points: list[Point], cost_axis: str, quality_axis: str, path: Path, title: str) -> bool:
@@ -266,12 +284,12 @@ def write_png(points: list[Point], cost_axis: str, quality_axis: str, path: Path
     fig.subplots_adjust(left=0.09, right=0.62, bottom=0.11, top=0.92)
     for p in scored:
         ax.scatter(p.cost, p.quality, s=60 if p.pareto else 35, color="tab:red" if p.pareto else "tab:blue",
-                   zorder=3, edgecolors="black" if p.pareto else "none")
+                   zorder=3, edgecolors="black" if p.pareto else "none", marker="x" if p.overflows else "o")
         ax.annotate(p.job, (p.cost, p.quality), textcoords="offset points", xytext=(5, 4), fontsize=8)
     # the key: what each numbered dot is, beside the plot (long labels would overlap on it)
-    key = [f"{'*' if p.pareto else ' '}{p.job:>3}: " + "  ".join(f"{k.split('.')[-1]}={p.overrides.get(k)}"
+    key = [f"{'*' if p.pareto else 'x' if p.overflows else ' '}{p.job:>3}: " + "  ".join(f"{k.split('.')[-1]}={p.overrides.get(k)}"
                                                           for k in varying) for p in scored]
-    fig.text(0.64, 0.92, "\n".join(["job: settings  (* Pareto front)", *key[:40]]), fontsize=7,
+    fig.text(0.64, 0.92, "\n".join(["job: settings  (* Pareto front, x over the context)", *key[:40]]), fontsize=7,
              family="monospace", va="top")
     front = sorted((p for p in scored if p.pareto), key=lambda p: p.cost)
     if front:

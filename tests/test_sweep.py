@@ -216,18 +216,19 @@ def on_off(tmp_path_factory):
     return folder, {r["compression.enabled"].lower(): r for r in csv_rows(folder / "sweep.csv")}
 
 
-def test_not_compacting_is_a_point_like_any_other_and_its_oversized_requests_are_named(on_off):
-    """That point keeps everything (quality 1.0), so it can be on the front; its bill sends requests no
-    4K-context model would take, and the report says so."""
+def test_not_compacting_is_scored_like_any_point_but_kept_off_the_front_when_it_does_not_fit(on_off):
+    """That point keeps everything (quality 1.0) and costs least here, but its bill sends requests no
+    4K-context model would take: it is marked, and the front is made of settings that work."""
     folder, rows = on_off
     off, on = rows["false"], rows["true"]
     assert off["compacted"] == "0" and float(off["quality_score"]) == 1.0 and off["quality_score_compacted"] == ""
     assert off["replay_cost_usd"] == off["replay_cost_no_compression_usd"]
-    assert int(off["replay_over_context"]) > int(on["replay_over_context"])
-    assert off["pareto"] == "yes"                 # nothing keeps more, and here nothing costs less
+    assert float(off["replay_cost_usd"]) < float(on["replay_cost_usd"])     # it would win on both counts ...
+    assert int(off["replay_over_context"]) > int(on["replay_over_context"])  # ... if it fitted
+    assert (off["pareto"], off["over_context"]) == ("", "yes") and (on["pareto"], on["over_context"]) == ("yes", "")
     text = (folder / "sweep.md").read_text()
-    assert f"job {off['job']} ({int(off['replay_over_context']):,})" in text
-    assert "a model would refuse them" in text
+    assert f"job {off['job']} ({int(off['replay_over_context']):,})" in text and "kept off the front" in text
+    assert any(line.startswith(f"| ✗ | {off['job']} |") for line in text.splitlines())
 
 
 def test_the_report_says_when_not_compacting_beats_every_point_and_would_not_fit(tmp_path, on_off, grid):
