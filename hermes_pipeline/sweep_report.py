@@ -204,10 +204,24 @@ def _fmt(value, digits: int = 4) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
+def not_comparable(points: list[Point]) -> str | None:
+    """A warning when the points did not read the same conversations (run folders of unrelated runs)."""
+    inputs = {(p.figures["conversations"], p.figures["tokens_before"]) for p in points}
+    if len(inputs) <= 1:
+        return None
+    shown = "; ".join(f"{n:,} conversations, {t:,} tokens" for n, t in sorted(inputs, key=str) if n is not None
+                      and t is not None)
+    return (f"these points did not read the same conversations ({shown}): their costs and qualities are not "
+            "comparable, and the front says little. Compare runs of one input.")
+
+
 def write_markdown(points: list[Point], cost_axis: str, quality_axis: str, path: Path, title: str) -> None:
     varying, fixed = override_keys(points)
     lines = [f"# Sweep report: {title}", "",
              f"{len(points)} points. Cost: {cost_axis}. Quality: {quality_axis}.", ""]
+    warning = not_comparable(points)
+    if warning:
+        lines += [f"**Warning**: {warning}", ""]
     if fixed:
         lines += ["Same in every point: " + ", ".join(f"`{k}={v}`" for k, v in fixed.items()), ""]
     head = ["front", "job", *varying, "conversations", "compacted", "tokens before → after", "quality",
@@ -355,6 +369,9 @@ def main(argv: list[str] | None = None) -> None:
     except FileNotFoundError as error:
         print(f"hermes-pipeline-report: error: {error}", file=sys.stderr)
         sys.exit(1)
+    warning = not_comparable(find_points(args.dirs))
+    if warning:
+        print(f"hermes-pipeline-report: warning: {warning}", file=sys.stderr)
     for path in written.values():
         print(path)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.env import ROOT, read_jsonl
+from tests.helpers.env import ROOT, read_jsonl, run_cli
 
 SAMPLE = ROOT / "samples" / "tau-bench-airline.jsonl"
 # Turns further apart than either TTL: no cached prefix survives between requests, so a
@@ -244,3 +244,19 @@ def test_the_report_says_when_not_compacting_beats_every_point_and_would_not_fit
     cheapest = min(float(r["replay_cost_usd"]) for r in csv_rows(grid / "sweep.csv"))
     assert all(float(r["replay_cost_no_compression_usd"]) > cheapest for r in csv_rows(grid / "sweep.csv"))
     assert "Not compacting at all would cost less" not in (grid / "sweep.md").read_text()
+
+
+def test_the_report_warns_when_its_runs_read_different_conversations(tmp_path, grid, on_off):
+    folder, rows = on_off
+    other = folder / rows["true"]["job"]             # the samples at another turn gap: same conversations
+    same = subprocess.run([sys.executable, "-m", "hermes_pipeline.sweep_report", str(grid / "0"), str(other),
+                           "--out", str(tmp_path / "same")], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert same.returncode == 0 and "warning" not in same.stderr
+    unrelated, part = tmp_path / "unrelated", tmp_path / "part.jsonl"
+    part.write_bytes(b"".join(Path(SAMPLE).read_bytes().splitlines(keepends=True)[:3]))   # another input
+    assert run_cli(unrelated, f"input={part}", "model.context_length=4000").returncode == 0
+    result = subprocess.run([sys.executable, "-m", "hermes_pipeline.sweep_report", str(grid / "0"), str(unrelated),
+                             "--out", str(tmp_path / "mixed")], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0
+    assert "did not read the same conversations" in result.stderr
+    assert "**Warning**: these points did not read the same conversations" in (tmp_path / "mixed" / "sweep.md").read_text()
