@@ -115,7 +115,7 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     if totals.interrupted:
         summary["stopped"] = f"interrupted by {' then '.join(dict.fromkeys(_signals)) or 'a signal'}"
     code, why = exit_code(summary, getattr(built.summarizer, "max_fallback_share", None), run_dir)
-    summary["exit_code"] = code
+    summary["exit_code"], summary["exit_reason"] = code, why
     folder.write_summary(summary)
     statuses = ", ".join(f"{n} {status}" for status, n in summary["statuses"].items() if n) or "none"
     skipped, earlier = summary.get("skipped_unchanged", 0), summary.get("quarantined_earlier", 0)

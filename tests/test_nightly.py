@@ -304,6 +304,8 @@ def test_a_dead_endpoint_opens_the_breaker_and_exits_4(tmp_path):
     elapsed = time.monotonic() - started
     assert result.returncode == 4, result.stderr
     assert "summarizer unhealthy" in result.stderr
+    run_summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert run_summary["exit_code"] == 4 and run_summary["exit_reason"].startswith("summarizer unhealthy")
     rows = [r for r in read_jsonl(tmp_path / "run" / "manifest.jsonl") if r["status"] == "compacted"]
     assert rows and all(r["summarizer"] == "extractive" for r in rows)
     circuit = [r for r in rows if "circuit open" in r["fallback"]]
@@ -312,6 +314,21 @@ def test_a_dead_endpoint_opens_the_breaker_and_exits_4(tmp_path):
     console = result.stdout + result.stderr          # the breaker is said once, not once per conversation
     assert console.count("circuit open after") == 1, console[-3000:]
     print(f"dead endpoint: {len(rows)} conversations, {elapsed:.1f} s")
+
+
+def test_a_wrong_endpoint_path_opens_the_breaker_too(tmp_path):
+    """A base_url with a wrong path answers 404 to every request: as useless as a dead endpoint."""
+    from hermes_pipeline.testing.fake_provider import FakeProvider
+    with FakeProvider() as fake:
+        result = run_cli(tmp_path / "run", f"input={TAU_BENCH}", "model.context_length=4000", "summarizer=anthropic",
+                         f"auxiliary.compression.base_url={fake.base_url}/v1", "summarizer.cache.enabled=false",
+                         env={"ANTHROPIC_API_KEY": "wrong-path-test"})
+    assert result.returncode == 4, result.stderr
+    rows = [r for r in read_jsonl(tmp_path / "run" / "manifest.jsonl") if r["status"] == "compacted"]
+    assert rows and all(r["summarizer"] == "extractive" for r in rows)
+    assert "404" in rows[0]["fallback"]
+    assert sum(r["calls"] for r in rows) <= 8 * 5     # the conversations in flight when it opened, at most
+    assert (result.stdout + result.stderr).count("circuit open after") == 1
 
 
 def test_dask_with_two_workers_writes_the_bytes_of_the_local_runner(tmp_path, clean):

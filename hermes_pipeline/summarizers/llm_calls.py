@@ -192,9 +192,11 @@ class LLMCalls:
 
     # ---- one request, with retries ---------------------------------------
     def _endpoint_down(self, exc: BaseException) -> bool:
-        """A failure that says the endpoint itself is unwell (not this request)."""
+        """A failure that says the endpoint itself is unwell or wrong (not this request): no answer, a
+        5xx, or 404/405 (a wrong base_url path, or a model the endpoint does not serve: every request fails)."""
         status = getattr(exc, "status_code", 0) or 0
-        return isinstance(exc, (asyncio.TimeoutError, self._connection_error())) or status >= 500
+        return isinstance(exc, (asyncio.TimeoutError, self._connection_error())) or status >= 500 \
+            or status in (404, 405)
 
     def _note_failure(self, exc: BaseException) -> None:
         """Count endpoint failures in a row (all in the loop thread); open the circuit at the limit."""
