@@ -14,7 +14,8 @@ from hermes_pipeline.formats.anthropic import KEY
 from hermes_pipeline.formats.roundtrip import public
 from hermes_pipeline.jsonl import Record, Rejected, read_records
 from hermes_pipeline.transcript import (
-    COMPACTION_NOTE, SUMMARY_PREFIX, Conversation, is_summary_message, pairing_problems, text_of, tool_calls,
+    COMPACTION_NOTE, SUMMARY_PREFIX, Conversation, is_summary_message, message_text, pairing_problems, text_of,
+    tool_calls,
 )
 from tests.helpers.env import CORPUS, REAL, TAU_BENCH, shared
 
@@ -655,3 +656,44 @@ def test_mutated_records_never_crash_or_vanish(values):
             for conv in convs:
                 writer = get_format(getattr(fmt, "write_as", name)) if not fmt.writable else fmt
                 assert list(writer.write(conv, layout if fmt.writable else CONVERSATION))
+
+
+# -- written conversations alternate -----------------------------------------------------
+
+def _anthropic_session(turns: int = 30) -> dict:
+    """An Anthropic conversation whose head ends with a tool result, as coding sessions do."""
+    messages = [{"role": "user", "content": "Fix the failing build."}]
+    for i in range(turns):
+        messages += [
+            {"role": "assistant", "content": [{"type": "text", "text": f"Step {i}: running make."},
+                                              {"type": "tool_use", "id": f"t{i}", "name": "Bash",
+                                               "input": {"command": f"make target{i}"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+                                          "content": f"make: building target{i}\n" + "ok line\n" * 80}]},
+        ]
+    messages.append({"role": "assistant", "content": "All targets build."})
+    return {"system": "You are a coding agent.", "messages": messages}
+
+
+def test_a_compacted_anthropic_conversation_alternates_its_roles(tmp_path):
+    from tests.helpers.env import read_jsonl, run_cli
+    source = tmp_path / "session.jsonl"
+    source.write_text(json.dumps(_anthropic_session()) + "\n")
+    result = run_cli(tmp_path / "run", f"input={source}", "model.context_length=4000", "compression.protect_last_n=4")
+    assert result.returncode == 0, result.stderr
+    [row] = read_jsonl(tmp_path / "run" / "manifest.jsonl")
+    assert row["status"] == "compacted"
+    [written] = read_jsonl(tmp_path / "run" / "transcripts" / "session.jsonl")
+    roles = [m["role"] for m in written["messages"]]
+    assert all(a != b for a, b in zip(roles, roles[1:])), roles
+    # the summary rides in the user message that carries the head's last tool result, after it
+    [carrier] = [m for m in written["messages"] if isinstance(m["content"], list)
+                 and any(SUMMARY_PREFIX in (b.get("text") or "") for b in m["content"])]
+    kinds = [b["type"] for b in carrier["content"]]
+    assert carrier["role"] == "user" and kinds[0] == "tool_result" and kinds[-1] == "text", kinds
+    # and read back, it is the same compacted conversation: results, then the summary as a user turn
+    [again] = get_format("anthropic").read(list(read_records(str(tmp_path / "run" / "transcripts" / "session.jsonl"),
+                                                             1 << 30)), "x", CONVERSATION)
+    internal_roles = [m["role"] for m in again.messages]
+    summary_at = next(i for i, m in enumerate(again.messages) if SUMMARY_PREFIX in message_text(m)[:400])
+    assert internal_roles[summary_at - 1] == "tool" and internal_roles[summary_at] == "user"

@@ -71,9 +71,12 @@ class Group:
 
 
 def _joins(group: Group, message: dict, mark: dict | None) -> bool:
-    tool_run = message.get("role") == "tool" and all(p.get("role") == "tool" for p in group.pieces)
-    if mark is None:               # made by the engine: only stub tool results join a run of results
-        return tool_run
+    after_results = all(p.get("role") == "tool" for p in group.pieces)
+    tool_run = message.get("role") == "tool" and after_results
+    if mark is None:
+        # made by the engine: stub tool results join a run of results, and so does a user message
+        # (a summary) right after them, as a text block after the results: roles keep alternating
+        return after_results and message.get("role") in ("tool", "user")
     if "orig" in mark:             # the start of a source message; joins only engine-made results
         return tool_run and group.number is None
     return mark.get("g") == group.number or tool_run
