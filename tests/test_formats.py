@@ -697,3 +697,31 @@ def test_a_compacted_anthropic_conversation_alternates_its_roles(tmp_path):
     internal_roles = [m["role"] for m in again.messages]
     summary_at = next(i for i, m in enumerate(again.messages) if SUMMARY_PREFIX in message_text(m)[:400])
     assert internal_roles[summary_at - 1] == "tool" and internal_roles[summary_at] == "user"
+
+
+def test_written_as_openai_a_conversation_has_only_parts_chat_completions_takes(tmp_path):
+    from tests.helpers.env import read_jsonl, run_cli
+    session = _anthropic_session(turns=2)
+    session["messages"][0]["content"] = [
+        {"type": "text", "text": "Fix the failing build; the screenshot shows the error."},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/shot.png"}},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "build log"}}]
+    session["messages"][1]["content"].insert(0, {"type": "thinking", "thinking": "make first", "signature": "s"})
+    session["messages"].append({"role": "assistant", "content": [{"type": "redacted_thinking", "data": "xx"}]})
+    source = tmp_path / "session.jsonl"
+    source.write_text(json.dumps(session) + "\n")
+    result = run_cli(tmp_path / "run", f"input={source}", "output.format=openai", "compression.enabled=false")
+    assert result.returncode == 0, result.stderr
+    [written] = read_jsonl(tmp_path / "run" / "transcripts" / "session.jsonl")
+    parts = [p for m in written["messages"] if isinstance(m.get("content"), list) for p in m["content"]]
+    assert {p["type"] for p in parts} <= {"text", "image_url"}
+    first = written["messages"][1]["content"]          # after the system message
+    assert first[1] == {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    assert first[2] == {"type": "image_url", "image_url": {"url": "https://example.com/shot.png"}}
+    assert first[3]["type"] == "text" and "build log" in first[3]["text"]
+    assert not any("make first" in json.dumps(m) for m in written["messages"])        # reasoning dropped
+    assert written["messages"][-1] == {"role": "assistant", "content": ""}
+    calls = {c["id"] for m in written["messages"] for c in m.get("tool_calls") or []}
+    results = {m["tool_call_id"] for m in written["messages"] if m["role"] == "tool"}
+    assert calls == results == {"t0", "t1"}

@@ -1,6 +1,7 @@
 """OpenAI chat format: the canonical one, so reading and writing copy messages as they are."""
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.base import (
@@ -11,6 +12,42 @@ from hermes_pipeline.formats.roundtrip import public
 from hermes_pipeline.jsonl import Record, Rejected
 from hermes_pipeline.transcript import Conversation
 from hermes_pipeline.usage import last_context_tokens
+
+
+# content part types the Chat Completions API takes; another format's blocks are converted or dropped
+OPENAI_PART_TYPES = {"text", "image_url", "input_audio", "file", "refusal"}
+_DROPPED = {"thinking", "redacted_thinking"}     # a model's reasoning has no input form in chat messages
+
+
+def _openai_part(part: Any) -> dict | None:
+    """An OpenAI content part for one part read from another format; None for reasoning."""
+    if not isinstance(part, dict):
+        return {"type": "text", "text": part if isinstance(part, str) else json.dumps(part)}
+    kind = part.get("type")
+    if kind in OPENAI_PART_TYPES:
+        return part
+    if kind in _DROPPED:
+        return None
+    source = part.get("source") if isinstance(part.get("source"), dict) else {}
+    if kind == "image" and source.get("type") == "base64":
+        return {"type": "image_url", "image_url": {"url": f"data:{source.get('media_type')};base64,{source.get('data')}"}}
+    if kind == "image" and source.get("type") == "url":
+        return {"type": "image_url", "image_url": {"url": source.get("url")}}
+    if isinstance(part.get("text"), str):
+        return {"type": "text", "text": part["text"]}
+    return {"type": "text", "text": json.dumps(part, ensure_ascii=False)}   # a block chat has no form for
+
+
+def openai_message(message: dict) -> dict:
+    """A message read from another format, as the Chat Completions API takes it."""
+    message = public(message)
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    parts = [q for q in map(_openai_part, content) if q is not None]
+    if not parts:       # only reasoning: an assistant turn keeps its calls, or an empty text
+        return {**message, "content": None if message.get("tool_calls") else ""}
+    return {**message, "content": parts}
 
 
 def recorded_prompt_tokens(record: dict, messages: list[dict]) -> int | None:
@@ -77,8 +114,8 @@ class OpenAIFormat(TranscriptFormat):
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:
         messages = conversation.messages
         if conversation.format != self.name:
-            # read from another format: drop its private round-trip keys ("_anthropic", ...)
-            messages = [public(m) for m in messages]
+            # read from another format: drop its private round-trip keys ("_anthropic", ...) and its own blocks
+            messages = [openai_message(m) for m in messages]
         if layout == MESSAGE:
             yield from messages
             return
