@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hermes_pipeline.formats import FORMATS, MESSAGE, detect_format, detect_format_in, get_format
+from hermes_pipeline.formats import CONVERSATION, FORMATS, MESSAGE, detect_format, detect_format_in, get_format
 from hermes_pipeline.formats.roundtrip import public
 from hermes_pipeline.jsonl import Record, Rejected, read_records
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, pairing_problems
@@ -139,3 +139,23 @@ def test_cli_compacts_a_pi_log_and_writes_anthropic(tmp_path):
     _, _, _, (before,) = read(path)
     (after,) = list(get_format("anthropic").read(iter([Record("o", 1, out, 0)]), "o", "conversation"))
     assert problems([public(m) for m in before.messages], [public(m) for m in after.messages]) == []
+
+
+def test_reasoning_of_another_provider_is_text_a_signed_one_stays_thinking(tmp_path):
+    """Anthropic refuses a thinking block without its signature (GLM or GPT reasoning logged by pi)."""
+    path = write_log(tmp_path / "s.jsonl", [
+        HEADER,
+        message("a", None, "user", "Fix the parser."),
+        message("b", "a", "assistant", [{"type": "thinking", "thinking": "GLM reasons here."},
+                                        {"type": "text", "text": "Looking."}], provider="zai", model="glm-4.6"),
+        message("c", "b", "user", "Go on."),
+        message("d", "c", "assistant", [{"type": "thinking", "thinking": "Claude reasons.", "thinkingSignature": "Eq1"},
+                                        {"type": "text", "text": "Done."}], provider="anthropic"),
+    ])
+    _, _, _, (conv,) = read(path)
+    [record] = list(get_format("anthropic").write(conv, CONVERSATION))
+    first, second = record["messages"][1]["content"], record["messages"][3]["content"]
+    assert first[0] == {"type": "text", "text": "GLM reasons here."}
+    assert second[0] == {"type": "thinking", "thinking": "Claude reasons.", "signature": "Eq1"}
+    assert all(b.get("signature") for m in record["messages"] if isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "thinking")

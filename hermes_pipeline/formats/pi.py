@@ -175,10 +175,11 @@ def _block(block: dict) -> dict:
         signature = block.get("thinkingSignature")
         if block.get("redacted") and isinstance(signature, str):
             return {"type": "redacted_thinking", "data": signature}
-        out = {"type": "thinking", "thinking": block["thinking"]}
-        if isinstance(signature, str):
-            out["signature"] = signature
-        return out
+        if not isinstance(signature, str) or not signature:
+            # another provider's reasoning (GLM, ...): Anthropic refuses a thinking block without its own
+            # signature, so pi sends it as text; so does this conversation
+            return {"type": "text", "text": block["thinking"]}
+        return {"type": "thinking", "thinking": block["thinking"], "signature": signature}
     if kind == "toolCall":
         return {"type": "tool_use", "id": block["id"], "name": block["name"], "input": block.get("arguments", {})}
     return {"type": "text", "text": block["text"]}
