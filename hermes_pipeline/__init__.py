@@ -1,3 +1,7 @@
 """hermes-pipeline: offline, config-driven compaction of stored LLM-agent transcripts."""
 
+from hermes_pipeline import log_text
+
 __version__ = "0.1.0"
+
+log_text.install()

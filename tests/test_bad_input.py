@@ -414,3 +414,22 @@ def test_an_unknown_format_name_is_a_config_error(tmp_path):
         assert result.returncode == 1 and "is not allowed: must be one of" in result.stderr
         assert override.split("=")[0] in result.stderr
         assert "Traceback" not in result.stderr
+
+
+def test_a_log_line_quoting_a_lone_surrogate_is_written_escaped(tmp_path):
+    """Text of a broken record (a JSON \\udc80 escape) in a log line: the line is written, escaped."""
+    import logging
+    log = logging.getLogger("hermes_pipeline.test_surrogates")
+    handler = logging.FileHandler(tmp_path / "run.log", encoding="utf-8")
+    log.addHandler(handler)
+    try:
+        log.warning("conversation %s set aside", "conv-\udc80-1")
+        log.warning("a fine line: %s", "é")
+    finally:
+        log.removeHandler(handler)
+        handler.close()
+    assert (tmp_path / "run.log").read_text(encoding="utf-8") == \
+        "conversation conv-\\udc80-1 set aside\na fine line: é\n"
+    # other loggers are left as they are
+    other = logging.getLogger("elsewhere").makeRecord("elsewhere", logging.INFO, "f", 1, "%s", ("\udc80",), None)
+    assert other.getMessage() == "\udc80"
