@@ -433,3 +433,13 @@ def test_a_log_line_quoting_a_lone_surrogate_is_written_escaped(tmp_path):
     # other loggers are left as they are
     other = logging.getLogger("elsewhere").makeRecord("elsewhere", logging.INFO, "f", 1, "%s", ("\udc80",), None)
     assert other.getMessage() == "\udc80"
+
+
+def test_the_cli_log_names_a_record_whose_role_holds_a_lone_surrogate(tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "a", "messages": [{"role": "user", "content": "hi"}, '
+                      '{"role": "assis\\udc80tant", "content": null}]}\n')
+    result = run_cli(tmp_path / "run", f"input={source}")
+    assert result.returncode == 2 and "Logging error" not in result.stderr
+    log = (tmp_path / "run" / "cli.log").read_text(encoding="utf-8")
+    assert f"quarantined: {source}:1: message 1 (assis\\udc80tant) content is null" in log
