@@ -34,6 +34,9 @@ def embedded_fallback(request: SummaryRequest, why: str, failed: SummaryResult |
     return result
 
 
+TRAIL_ROOM = 0.20    # share of the summary budget the Artifact Trail may add to a model summary that filled it
+
+
 class SummarizeStage(Stage):
     name = "summarize"
     phase = 3
@@ -62,7 +65,11 @@ class SummarizeStage(Stage):
             result = embedded_fallback(request, f"{result.summarizer} returned an empty summary", result)
             text = strip_think(result.text).strip()
         if result.summarizer != EXTRACTIVE:   # a model wrote it: add what it left out of the artifact trail
-            text, missed = artifact_trail_patch(text, probes, request.budget_tokens, tools.counter)
+            # a model's length is a target, not a limit (it may write past it): whatever it wrote, the trail
+            # has TRAIL_ROOM of the budget beyond its text
+            room = max(request.budget_tokens,
+                       tools.counter.count_text(text) + int(TRAIL_ROOM * request.budget_tokens))
+            text, missed = artifact_trail_patch(text, probes, room, tools.counter)
             added = len(missed["files_written"]) + len(missed["errors"]) - missed["left_out"]
             if added:
                 stats["artifact_trail_items_added"] += added
