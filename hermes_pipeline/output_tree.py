@@ -40,9 +40,9 @@ class FileSink:
 
 class OutputTree:
     def __init__(self, root: Path, persistent: bool, state: IncrementalState | None = None,
-                 lock: OutputLock | None = None):
+                 lock: OutputLock | None = None, moved_note: str | None = None):
         self.root, self.persistent, self.state, self.lock = root, persistent, state, lock
-        self.moved_note: str | None = None      # the tree mirrored another input until this run
+        self.moved_note = moved_note      # the tree mirrored another input until this run
 
     @classmethod
     def in_run_folder(cls, run_dir: Path) -> "OutputTree":
@@ -81,9 +81,7 @@ class OutputTree:
                     run_log.warning("completed the records of %s, a run killed before it finished (%d row(s)); "
                                     "what it did not finish is done by this run", earlier, rows)
                 state.finish_run("interrupted", run_id)
-        tree = cls(root, persistent=True, state=state, lock=lock)
-        tree.moved_note = moved
-        return tree
+        return cls(root, persistent=True, state=state, lock=lock, moved_note=moved)
 
     @staticmethod
     def _check_input_root(state: IncrementalState, root: Path, input_root: Path | None, moved: bool) -> str | None:

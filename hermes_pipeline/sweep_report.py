@@ -320,9 +320,9 @@ def write_png(points: list[Point], cost_axis: str, quality_axis: str, path: Path
     return True
 
 
-def write_report(dirs, out: Path) -> dict[str, Path]:
-    """sweep.csv, sweep.md and sweep.png in `out` for the points found under `dirs`."""
-    points = find_points(dirs)
+def write_report(dirs, out: Path, points: list[Point] | None = None) -> dict[str, Path]:
+    """sweep.csv, sweep.md and sweep.png in `out` for the points found under `dirs` (or given, read already)."""
+    points = find_points(dirs) if points is None else points
     if not points:
         raise FileNotFoundError(f"no run folders with a summary.json under {', '.join(map(str, dirs))}")
     ordered, cost_axis, quality_axis = rank(points)
@@ -364,12 +364,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="where to write (default: the folder given, or the current folder for several)")
     args = parser.parse_args(argv)
     out = args.out or (args.dirs[0] if len(args.dirs) == 1 else Path.cwd())
+    points = find_points(args.dirs)     # read once: each point's folder, its transcripts hashed
     try:
-        written = write_report(args.dirs, out)
+        written = write_report(args.dirs, out, points)
     except FileNotFoundError as error:
         print(f"hermes-pipeline-report: error: {error}", file=sys.stderr)
         sys.exit(1)
-    warning = not_comparable(find_points(args.dirs))
+    warning = not_comparable(points)
     if warning:
         print(f"hermes-pipeline-report: warning: {warning}", file=sys.stderr)
     for path in written.values():

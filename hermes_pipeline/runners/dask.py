@@ -17,8 +17,8 @@ from functools import partial
 from typing import Any, Callable, Iterable, Iterator
 
 from hermes_pipeline.config import ConfigError
-from hermes_pipeline.runners.batches import Batch, batches, merged, work_on_blobs
-from hermes_pipeline.runners.local import in_order
+from hermes_pipeline.runners.batches import work_on_blobs
+from hermes_pipeline.runners.local import in_order_batched
 
 TASKS_PER_THREAD = 4     # submitted ahead per worker thread: no worker idles behind a slow head, bounded memory
 _engines: dict[str, Any] = {}   # on a worker: engines built so far, by config token
@@ -30,16 +30,6 @@ def _on_worker(make_engine: Callable[[], Any], token: str, work: Callable, packe
     if engine is None:
         engine = _engines[token] = make_engine()
     return work_on_blobs(work, engine, packed)
-
-
-class _Pending:
-    """A batch and the future of its worker results; merged back in input order."""
-
-    def __init__(self, batch: Batch, future):
-        self.batch, self.future = batch, future
-
-    def merged(self, local: Callable[[Any], Any]) -> list:
-        return merged(self.batch, self.future.result(), local)
 
 
 class DaskRunner:
@@ -80,13 +70,9 @@ class DaskRunner:
         return max(1, sum(self.client.nthreads().values()))
 
     def map(self, work: Callable[[Any, Any], Any], items: Iterable, needs_work: Callable[[Any], bool]) -> Iterator:
-        local = partial(work, None)
-        submit = lambda batch: _Pending(batch, self.client.submit(_on_worker, self.make_engine, self.token, work,
-                                                                  batch.blobs, pure=False))
-        for results in in_order(submit, batches(items, needs_work), self.threads() * TASKS_PER_THREAD,
-                                lambda batch: bool(batch.blobs), lambda batch: merged(batch, [], local),
-                                lambda pending: pending.merged(local)):
-            yield from results
+        send = lambda blobs: self.client.submit(_on_worker, self.make_engine, self.token, work, blobs,
+                                                pure=False).result
+        return in_order_batched(send, items, self.threads() * TASKS_PER_THREAD, needs_work, partial(work, None))
 
     def describe(self) -> str:
         where = self.address or f"LocalCluster of {self.n_workers} worker(s) x {self.threads_per_worker} thread(s)"

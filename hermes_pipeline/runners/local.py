@@ -47,6 +47,16 @@ def _value(future, result):
     return future.result() if isinstance(future, Future) else result(future)
 
 
+def in_order_batched(send: Callable[[list[bytes]], Callable[[], list]], items: Iterable, width: int,
+                     needs_work: Callable[[Any], bool], local: Callable[[Any], Any]) -> Iterator:
+    """Results one by one, in input order, of items sent to workers in batches (batches.py).
+    `send(blobs)` starts a worker task and returns the function that waits for its results."""
+    submit = lambda batch: (batch, send(batch.blobs))
+    for results in in_order(submit, batches(items, needs_work), width, lambda batch: bool(batch.blobs),
+                            lambda batch: merged(batch, [], local), lambda sent: merged(sent[0], sent[1](), local)):
+        yield from results
+
+
 _worker_state: Any = None
 
 
@@ -97,11 +107,8 @@ class LocalRunner:
         # each worker builds its own engine once, from a resolved config (picklable)
         context = multiprocessing.get_context("spawn" if multiprocessing.get_start_method() == "spawn" else "fork")
         with context.Pool(self.processes, initializer=_start_worker, initargs=(self.make_engine,)) as pool:
-            submit = lambda batch: (batch, pool.apply_async(_call_in_worker, (work, batch.blobs)))
-            for results in in_order(submit, batches(items, needs_work), self.processes * WINDOW_PER_WORKER,
-                                    lambda batch: bool(batch.blobs), lambda batch: merged(batch, [], local),
-                                    lambda sent: merged(sent[0], sent[1].get(), local)):
-                yield from results
+            yield from in_order_batched(lambda blobs: pool.apply_async(_call_in_worker, (work, blobs)).get, items,
+                                        self.processes * WINDOW_PER_WORKER, needs_work, local)
 
     def describe(self) -> str | None:
         """A start-up line, when there is more to say than 'one thread on this machine'."""
