@@ -136,7 +136,7 @@ def _to_stdout(show) -> None:
     """What the run prints for people; a reader that went away (`| head`) changes nothing about the run."""
     try:
         show()
-    except (BrokenPipeError, SystemExit):   # rich turns a broken pipe into SystemExit(1)
+    except BrokenPipeError:
         sys.stdout = open(os.devnull, "w")
 
 

@@ -111,34 +111,45 @@ def help_text(cfg: DictConfig | None) -> str:
     return "\n".join(parts) + "\n"
 
 
-def print_table(summary: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    table = Table(title="hermes-pipeline run", show_header=True)
-    table.add_column("measure")
-    table.add_column("value", justify="right")
-    for status, n in summary["statuses"].items():
-        table.add_row(status, str(n))
-    table.add_row("tokens before", f"{summary['tokens_before']:,}")
-    table.add_row("tokens after", f"{summary['tokens_after']:,}")
-    table.add_row("token ratio", "-" if summary["token_ratio"] is None else str(summary["token_ratio"]))
-    table.add_row("fallbacks", str(summary["fallbacks"]))
+def table_rows(summary: dict) -> list[tuple[str, str]]:
+    """(measure, value) rows of the results table."""
+    rows = [(status, str(n)) for status, n in summary["statuses"].items()]
+    rows += [("tokens before", f"{summary['tokens_before']:,}"), ("tokens after", f"{summary['tokens_after']:,}"),
+             ("token ratio", "-" if summary["token_ratio"] is None else str(summary["token_ratio"])),
+             ("fallbacks", str(summary["fallbacks"]))]
     quality = summary.get("quality")
     if quality:
-        table.add_row("quality score", f"{quality['score']:.3f}")
+        rows.append(("quality score", f"{quality['score']:.3f}"))
         for kind, label in (("files_written", "files changed kept"), ("errors", "last errors kept"),
                             ("user_turns", "user turns kept"), ("identifiers", "identifiers kept"),
                             ("files_read", "files read kept")):
             if quality[kind]["total"]:
-                table.add_row(label, f"{quality[kind]['kept']}/{quality[kind]['total']}")
+                rows.append((label, f"{quality[kind]['kept']}/{quality[kind]['total']}"))
     if summary.get("skipped_unchanged"):
-        table.add_row("skipped unchanged", str(summary["skipped_unchanged"]))
+        rows.append(("skipped unchanged", str(summary["skipped_unchanged"])))
     if summary.get("quarantined_earlier"):
-        table.add_row("of which quarantined earlier", str(summary["quarantined_earlier"]))
+        rows.append(("of which quarantined earlier", str(summary["quarantined_earlier"])))
     removed = summary.get("removed") or {}
     if removed.get("files"):
         fate = "outputs deleted" if removed.get("outputs_deleted") else "outputs kept"
-        table.add_row(f"inputs gone ({fate})", str(len(removed["files"])))
-    table.add_row("wall seconds", str(summary["wall_seconds"]))
-    table.add_row("MB/s", str(summary["mb_per_second"]))
-    Console(stderr=False).print(table)
+        rows.append((f"inputs gone ({fate})", str(len(removed["files"]))))
+    rows += [("wall seconds", str(summary["wall_seconds"])), ("MB/s", str(summary["mb_per_second"]))]
+    return rows
+
+
+def render_table(title: str, header: tuple[str, str], rows: list[tuple[str, str]]) -> str:
+    """A boxed two-column table, values right-aligned. Drawn here rather than with rich: importing
+    rich costs a run about 0.06 s, a sixth of its start-up, for one small table."""
+    left = max(len(r[0]) for r in [header, *rows])
+    right = max(len(r[1]) for r in [header, *rows])
+    width = left + right + 7
+    line = lambda a, b, c, fill: f"{a}{fill * (left + 2)}{b}{fill * (right + 2)}{c}"
+    row = lambda edge, sep, name, value: f"{edge} {name.ljust(left)} {sep} {value.rjust(right)} {edge}"
+    out = [title.center(width).rstrip(), line("┏", "┳", "┓", "━"), row("┃", "┃", *header), line("┡", "╇", "┩", "━")]
+    out += [row("│", "│", name, value) for name, value in rows]
+    out.append(line("└", "┴", "┘", "─"))
+    return "\n".join(out)
+
+
+def print_table(summary: dict) -> None:
+    print(render_table("hermes-pipeline run", ("measure", "value"), table_rows(summary)), flush=True)

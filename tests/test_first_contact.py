@@ -161,3 +161,16 @@ def test_cli_log_tells_the_run_and_a_quiet_run_names_its_quarantine(tmp_path):
     quiet = run_cli(tmp_path / "quiet", f"input={inputs}", "quiet=true")
     assert quiet.returncode == 2 and quiet.stdout == ""
     assert quiet.stderr.strip() == f"hermes-pipeline: 1 record(s) quarantined; see {tmp_path / 'quiet'}/quarantine.jsonl"
+
+
+def test_the_results_table_is_boxed_with_values_right_aligned():
+    from hermes_pipeline.console import render_table
+    text = render_table("hermes-pipeline run", ("measure", "value"),
+                        [("compacted", "40"), ("tokens before", "5,345,395"), ("files changed kept", "1265/1265")])
+    lines = text.splitlines()
+    assert lines[0].strip() == "hermes-pipeline run"
+    box = lines[1:]
+    assert len({len(line) for line in box}) == 1, text          # every row as wide as the box
+    assert box[0].startswith("┏") and box[-1].startswith("└")
+    assert "│ compacted          │        40 │" in box
+    assert "│ tokens before      │ 5,345,395 │" in box
