@@ -12,7 +12,9 @@ Probe kinds and when each counts as kept:
 - files_read: files read with a read/view tool in the middle (not also written).
   A path is kept when the compacted text names it in full, or names a suffix of
   it that has a directory part (`src/foo.c`, never a bare `foo.c` unless the
-  path itself is bare) and that no other path of the conversation ends with.
+  path itself is bare) and that no other path of the conversation ends with (a
+  relative path the path itself ends with is the same file, named from a working
+  directory).
 - user_turns: user messages of the middle minus what the harness injected
   (system reminders, local-command echoes, hook feedback). A turn is kept when
   its text (whitespace collapsed) is contained in the compacted text; a long
@@ -259,8 +261,11 @@ class Haystack:
         paths, tails = self._path_tokens(path)
         if path in paths or path in tails:
             return True    # named in full, or inside a longer path that ends with it
+        # a relative path that `path` ends with is the same file named from a working directory
+        # (`mv tests/x.txt` after reading /repo/tests/x.txt): it makes no tail ambiguous
+        others = [q for q in known if q != path and (q.startswith("/") or not path.endswith("/" + q))]
         for tail in path_suffixes(path)[1:]:
-            if tail in paths and not any(q != path and (q == tail or q.endswith("/" + tail)) for q in known):
+            if tail in paths and not any(q == tail or q.endswith("/" + tail) for q in others):
                 return True
         return False
 

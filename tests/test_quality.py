@@ -90,6 +90,22 @@ def test_a_path_is_kept_in_full_by_an_unambiguous_suffix_or_in_a_brace_group_nev
     assert score(ambiguous, [summary("/a/src/x.c and /b/src/x.c")])["files_written"]["kept"] == 2
 
 
+def test_a_relative_path_the_file_ends_with_is_the_same_file_not_another_one():
+    # read as an absolute path, then moved from the project's folder by a relative one
+    # (the vsla session: /home/kenth56/vsla/tests/CMakeLists.txt, `mv tests/CMakeLists.txt tests/archive/`)
+    middle = [calls(("1", "Read", {"file_path": "/home/u/vsla/tests/CMakeLists.txt"})), result("1", "cmake"),
+              calls(("2", "Bash", {"command": "mv tests/CMakeLists.txt tests/archive/"})), result("2", "")]
+    probes, _ = probes_of(middle)
+    assert probes.files_read == ["/home/u/vsla/tests/CMakeLists.txt"]
+    assert "tests/CMakeLists.txt" in probes.known_paths
+    kept = lambda text: score(probes, [summary(text)])["files_read"]["kept"]
+    assert kept("Moved away: tests/CMakeLists.txt") == 1
+    assert kept("Moved away: CMakeLists.txt") == 0                  # a bare name still says too little
+    other, _ = probes_of(middle + [calls(("3", "Read", {"file_path": "/home/u/other/tests/CMakeLists.txt"})),
+                                   result("3", "x")])
+    assert score(other, [summary("tests/CMakeLists.txt")])["files_read"]["kept"] == 0   # two absolute candidates
+
+
 # -- user turns ---------------------------------------------------------------------------
 
 def test_user_turns_are_what_the_user_wrote_without_harness_text():
