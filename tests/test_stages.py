@@ -187,12 +187,12 @@ def test_tail_stretches_to_the_latest_user_message_only_within_limits():
 def test_a_tail_widened_for_roles_is_still_verbatim():
     # Found by hypothesis: prune once ran before the tail was widened, so a
     # cleared middle output ended up inside the (widened) verbatim tail.
-    messages = [system("system"), user(""), assistant(""), user(""),
+    messages = [system("system"), user(""), assistant(""), user("word " * 400),
                 calls(("a", "bash", {}), ("b", "bash", {}), text="0"),
                 result("a", ""), result("b", "0" * 4000), user("")]
     engine = engine_for(context_length=1000, protect_last_n=1)
     compaction = engine.compress(conversation(messages))
-    assert compaction.outcome.compacted
+    assert compaction.outcome.compacted and compaction.outcome.stats.get("tail_widened_for_roles")
     assert problems(messages, compaction.messages) == []
 
 

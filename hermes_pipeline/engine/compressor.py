@@ -84,8 +84,13 @@ class ContextCompressor(ContextEngine):
             raise ConfigError("pipeline.stages has no assemble stage: nothing would be written")
         output = list(draft.messages)
         summary = draft.summary
+        after = self._count_output(messages, counts, output)
+        if after >= before:   # e.g. a middle that is only the earlier summary: the input stays as it is
+            return Compaction(messages, Outcome(
+                False, trigger, before, before, self.name, summary, 0,
+                f"compacting would not make it smaller ({before:,} -> {after:,} tokens)"), counts)
         return Compaction(output, Outcome(
-            True, trigger, before, self._count_output(messages, counts, output), self.name, summary,
+            True, trigger, before, after, self.name, summary,
             self.counter.count_text(summary.text) if summary else 0, None, dict(stats), draft.quality), counts)
 
     def _count_output(self, messages: list[dict], counts: list[int], output: list[dict]) -> int:

@@ -1,13 +1,14 @@
 """Phase 4: head + summary message + tail, then tool pairs made whole again."""
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import MERGE, Plan
 from hermes_pipeline.stages.base import Draft, Stage
 from hermes_pipeline.transcript import (
-    COMPACTION_NOTE, SUMMARY_END, SUMMARY_PREFIX, message_text, role, turns, visible_role,
+    COMPACTION_NOTE, SUMMARY_END, SUMMARY_PREFIX, is_summary_message, message_text, role, turns, visible_role,
 )
 
 STUB_RESULT = "[Tool result unavailable: it was removed when the conversation was compacted]"
@@ -21,6 +22,19 @@ def summary_message(text: str, summary_role: str, compacted_messages: int) -> di
         f"{text}\n\n{SUMMARY_END}"
     )
     return {"role": summary_role, "content": body}
+
+
+_EARLIER_COUNT = re.compile(re.escape(SUMMARY_PREFIX) + r" (\d+) earlier messages")
+
+
+def messages_summarized(middle) -> int:
+    """How many original messages a summary of `middle` stands for: an earlier summary in it
+    stands for the messages it says it compacted, not for one."""
+    total = 0
+    for message in middle:
+        found = _EARLIER_COUNT.search(message_text(message)[:400]) if is_summary_message(message) else None
+        total += int(found.group(1)) if found else 1
+    return total
 
 
 def add_compaction_note(message: dict) -> dict:
@@ -79,13 +93,13 @@ class AssembleStage(Stage):
         if head and role(head[0]) == "system" and plan.previous_summary is None:
             head[0] = add_compaction_note(head[0])
         tail = list(draft.messages[plan.tail_start:])
+        compacted = messages_summarized(plan.middle)
         if draft.summary is None:   # a chain without summarize keeps the pruned middle (observation masking)
             middle = list(draft.messages[plan.head_end:plan.tail_start])
         elif plan.summary_role == MERGE:
             middle = []
-            tail = merged_into_first_visible(tail, summary_message(draft.summary.text, "", plan.tail_start
-                                                                   - plan.head_end)["content"])
+            tail = merged_into_first_visible(tail, summary_message(draft.summary.text, "", compacted)["content"])
             stats["summary_merged_into_tail"] += 1
         else:
-            middle = [summary_message(draft.summary.text, plan.summary_role, plan.tail_start - plan.head_end)]
+            middle = [summary_message(draft.summary.text, plan.summary_role, compacted)]
         return draft.but(messages=tuple(sanitize_tool_pairs(head + middle + tail, stats)), assembled=True)
