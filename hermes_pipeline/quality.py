@@ -9,6 +9,8 @@ Probe kinds and when each counts as kept:
 - files_written: files the agent created, edited, moved or deleted in the
   middle (write/edit tools, apply_patch and unified-diff headers, `rm`/`mv`/
   `git rm`/`sed -i`/heredoc writes in shell commands). Failed edits don't count.
+  On a re-compaction, the files an earlier summary of ours in the middle lists
+  as changed count too (carried.py), and so do the errors it quotes.
 - files_read: files read with a read/view tool in the middle (not also written).
   A path is kept when the compacted text names it in full, or names a suffix of
   it that has a directory part (`src/foo.c`, never a bare `foo.c` unless the
@@ -46,6 +48,7 @@ from hermes_pipeline.artifacts import (
     call_arguments, command_key, file_actions, is_plain_path, is_viewer_only, paired_results, path_suffixes,
     path_tokens, shell_command, string_leaves,
 )
+from hermes_pipeline.carried import read_trail
 from hermes_pipeline.tool_output import (
     WantedIdentifiers, clip_verbatim, error_lines, error_probe_text, identifier_candidates, normalize, use_tokens,
 )
@@ -153,7 +156,17 @@ def extract_probes(messages: list[dict], removed_indices: Iterable[int], max_err
                 for value, kind in identifier_candidates(message_text(message), wanted):
                     first_seen.setdefault(value, (index, kind))
             continue
-        if r == "user" and index in removed and not is_summary_message(message):
+        if index in removed and r in ("user", "assistant") and is_summary_message(message):
+            carried = read_trail(message_text(message))    # an earlier summary's trail is the middle's too
+            for path, actions in carried.files.items():
+                probes.known_paths.add(path)
+                written.setdefault(path, []).extend(a for a in actions if a not in written.get(path, []))
+                probes.written_at[path] = index
+            for program, line, fixed in carried.errors:
+                position += 1
+                errors.pop(normalize(line), None)
+                errors[normalize(line)] = (index, position, program, program, line, fixed)
+        elif r == "user" and index in removed:
             substance = redact_secrets(substantive_user_text(message))   # as a summary may quote it
             if substance:
                 probes.user_turns.append(user_turn_units(substance))
@@ -187,13 +200,13 @@ def extract_probes(messages: list[dict], removed_indices: Iterable[int], max_err
                 for line in map(redact_secrets, found):
                     position += 1
                     errors.pop(normalize(line), None)        # re-inserted: dict order = last occurrence
-                    errors[normalize(line)] = (result_index, position, command, key, line)
+                    errors[normalize(line)] = (result_index, position, command, key, line, False)
     probes.files_written = written
     probes.files_read = sorted({p for p in read if p not in written})
-    for line, (index, _, command, key, verbatim) in list(errors.items())[-(max_errors or len(errors) or 1):]:
+    for line, (index, _, command, key, verbatim, fixed) in list(errors.items())[-(max_errors or len(errors) or 1):]:
         probes.errors.append(ErrorProbe(error_probe_text(line), clip_verbatim(verbatim),
                                         normalize(redact_secrets(command))[:200],
-                                        clean_runs.get(key, -1) > index, index))
+                                        fixed or clean_runs.get(key, -1) > index, index))
     for value, (index, kind) in first_seen.items():
         if kind is not None and index in removed and last_use.get(value, -1) > index \
                 and redact_secrets(value) == value:      # a secret is no value a summary may keep

@@ -21,6 +21,7 @@ import re
 from hermes_pipeline.artifacts import (
     call_arguments, command_key, file_actions, paired_results, path_tokens, shell_command,
 )
+from hermes_pipeline.carried import read_trail
 from hermes_pipeline.quality import (
     LONG_TURN_CHARS, MAX_ERRORS, REQUIREMENT, extract_probes, sentences, substantive_user_text, user_turn_units,
 )
@@ -53,6 +54,9 @@ _MUTATION = re.compile(r"update|cancel|book|create|delete|send|transfer|add|remo
                        r"deploy|refund|pay|modify|insert", re.I)
 _ASKS_USER = re.compile(r"\b(let me know|would you like|do you want|please (?:confirm|choose|provide))\b", re.I)
 MAX_LINE_CHARS = 300
+# lines this summarizer writes again from the probes, not carried from an earlier summary of its own
+_REWRITTEN = re.compile(r"- (?:\(earlier\) )?(?:Changed \d+ file\(s\), listed under Relevant Files\.|"
+                        r"Fix the errors listed under Blocked\.)$")
 _LOCATION = re.compile(r"^\S+?:\d+(?::\d+)?:\s*")   # "src/a.c:12:5: " before a compiler message
 
 
@@ -76,12 +80,12 @@ class ExtractiveSummarizer(Summarizer):
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         c = Collector()
-        if request.previous_summary:
-            self._carry_previous(request.previous_summary, c)
         messages = request.head + request.middle
         start = len(request.head)
         # the run's probes cover the whole conversation (what the tail uses counts as "used later")
         probes = request.probes or extract_probes(messages, range(start, len(messages)), max_errors=None)
+        if request.previous_summary:
+            self._carry_previous(request.previous_summary, c, probes)
         self._goal(request, c)
         self._user_turns(request.middle, c, start)
         statements = self._statements(messages, start, c)
@@ -285,7 +289,7 @@ class ExtractiveSummarizer(Summarizer):
 
     # -- an earlier summary --------------------------------------------------------
 
-    def _carry_previous(self, previous: str, c: Collector) -> None:
+    def _carry_previous(self, previous: str, c: Collector, probes) -> None:
         """Lines of an earlier summary keep their section and go first (they are older).
 
         A summary in another layout (Claude Code's, pi's) is carried as its opening
@@ -302,16 +306,22 @@ class ExtractiveSummarizer(Summarizer):
             c.add("## Critical Context", f"- Earlier summary (opening): {opening}", USEFUL, order)
             c.carried_files = sorted(p for p in path_tokens(previous) if "/" in p and "." in p.rsplit("/", 1)[-1])
             return
+        # its files and errors are written again from the probes, which hold them (quality.extract_probes)
+        in_probes = set(probes.files_written) | {error.line for error in probes.errors}
+        regenerated = {line for line, names in read_trail(previous).lines.items() if set(names) <= in_probes}
         for raw in previous.splitlines():
             line = raw.rstrip()
+            if line.strip() in regenerated or _REWRITTEN.match(line.strip()):
+                continue
             if line.strip() in SECTIONS:
                 section = line.strip()
                 continue
             if not line.strip() or section is None or line.strip() == "- (none)":
                 continue
-            target = section
-            if section in ("### In Progress", "## Next Steps"):
-                # stale plans from last time: kept as history, behind the new progress
-                target, line = "### Done", "- (earlier) " + _sentence(line)
-            c.add(target, line, carried_rank.get(section, USEFUL), order)
+            if line.startswith("- Latest request:"):
+                line = "- Earlier request:" + line[len("- Latest request:"):]   # the latest is this middle's
+            if section in ("### In Progress", "## Next Steps") and not line.lstrip().startswith("- (earlier)"):
+                # plans from last time stay where they were, marked: nothing here says they were done
+                line = "- (earlier) " + _sentence(line)
+            c.add(section, line, carried_rank.get(section, USEFUL), order)
             order += 1
