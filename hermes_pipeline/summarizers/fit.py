@@ -8,6 +8,7 @@ from hermes_pipeline.summarizers.base import SECTIONS
 # Ranks: lower is more important. The user's words are shortened only when nothing else is left to drop.
 USER_WORDS, ARTIFACT, KEY, USEFUL, RECENT, CHATTER = 0, 1, 2, 3, 4, 5
 SHORT_USER_CHARS = 200
+ARTIFACT_SHARE = 0.25     # of a summary's budget, kept for the newest artifact lines before the user's words
 
 
 @dataclass
@@ -60,35 +61,48 @@ def fit(lines: list[Line], budget: int, counter) -> list[Line]:
     """The lines that fit the budget: least important first out, oldest first within a rank,
     then the most important of those out that still fit go back in.
 
-    Costs are counted per line (linear); the rendered text is counted at the end
-    and trimmed further in the rare case that joining lines cost more.
+    The user's words go last, with one exception: the newest artifact lines (files
+    changed, errors) keep up to ARTIFACT_SHARE of the budget, so many user turns
+    in a small budget never crowd out the whole artifact trail. Costs are counted
+    per line (linear); the rendered text is counted at the end and trimmed further
+    in the rare case that joining lines cost more.
     """
     headings = counter.count_text(render([]))
     costs = [counter.count_text(line.text) + 1 for line in lines]
     total = headings + sum(costs)
     keep = [True] * len(lines)
     dropped = []
+    reserve = ARTIFACT_SHARE * budget
+    artifacts = sum(cost for line, cost in zip(lines, costs) if line.rank == ARTIFACT)
     for index in sorted(range(len(lines)), key=lambda i: (-lines[i].rank, lines[i].order)):
         if total <= budget or lines[index].rank == USER_WORDS:
             break
+        if lines[index].rank == ARTIFACT and artifacts <= reserve:
+            break        # the newest artifacts keep their room: the user's words give way first
         keep[index] = False
         total -= costs[index]
         dropped.append(index)
+        if lines[index].rank == ARTIFACT:
+            artifacts -= costs[index]
     for index in reversed(dropped):   # room left by a long line dropped last: the next shorter ones may fit
         if total + costs[index] <= budget:
             keep[index] = True
             total += costs[index]
     kept = [line for line, k in zip(lines, keep) if k]
-    if total > budget:   # the user's words alone are over: shorten them, oldest first, then drop
+    if total > budget:   # the user's words are over: shorten them, oldest first, then drop
         for index in sorted(range(len(kept)), key=lambda i: kept[i].order):
             line = kept[index]
             if total <= budget:
                 break
-            if len(line.text) > SHORT_USER_CHARS:
+            if line.rank == USER_WORDS and len(line.text) > SHORT_USER_CHARS:
                 kept[index] = replace(line, text=_shorten(line.text))   # callers' lines stay as they were
                 total -= counter.count_text(line.text) - counter.count_text(kept[index].text)
-        while total > budget and kept:
-            total -= counter.count_text(kept.pop(0).text) + 1
+        # then out, oldest first: the user's words (the latest request last), the reserved artifacts, the rest
+        for line in sorted(kept, key=lambda line: (line.rank != USER_WORDS, line.rank, line.order)):
+            if total <= budget:
+                break
+            kept.remove(line)
+            total -= counter.count_text(line.text) + 1
     while kept and counter.count_text(render(kept)) > budget:
         worst = max(range(len(kept)), key=lambda i: (kept[i].rank, -kept[i].order))
         kept.pop(worst)

@@ -1,0 +1,113 @@
+"""A conversation compacted again: the earlier summary's trail is the middle's, nothing stacks or grows."""
+import re
+
+from hermes_pipeline.carried import read_trail
+from hermes_pipeline.quality import extract_probes
+from hermes_pipeline.summarizers.base import SummaryRequest
+from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
+from hermes_pipeline.summarizers.fit import ARTIFACT, USER_WORDS, Line, fit
+from hermes_pipeline.tokens import TokenCounter
+from hermes_pipeline.transcript import SUMMARY_PREFIX, is_summary_message, message_text
+from tests.helpers.builders import assistant, calls, long_log, result, system, user
+from tests.helpers.env import LONG_SESSIONS, REAL, read_jsonl, run_cli, shared
+
+FILES = [f"/repo/src/module_{i}.c" for i in range(6)]
+
+
+def _first_middle():
+    middle = [user("Port the parser to C. Never touch vendor/.")]
+    for i, path in enumerate(FILES):
+        middle += [calls((f"w{i}", "Write", {"file_path": path, "content": "int x;"})), result(f"w{i}", "ok")]
+    middle += [calls(("t", "bash", {"command": "make test"})),
+               result("t", long_log("src/module_3.c:12:5: error: unknown type name 'parser_t'")),
+               assistant("Next I'll fix the missing parser_t type in src/module_3.c.")]
+    return middle
+
+
+def _summary(middle, head, budget=2000, previous=None):
+    return ExtractiveSummarizer().summarize(SummaryRequest("c", middle, budget, 200_000, previous, head=head)).text
+
+
+def _as_message(text, compacted):
+    return user(f"{SUMMARY_PREFIX} {compacted} earlier messages of this conversation were compacted into the "
+                f"summary below.\n\n{text}")
+
+
+def test_our_summary_is_read_back_into_the_files_and_errors_it_names():
+    head = [system("s"), user("Port the parser.")]
+    text = _summary(_first_middle(), head)
+    trail = read_trail(text)
+    assert set(trail.files) == set(FILES) and all(a == ["written"] for a in trail.files.values())
+    assert [(program, fixed) for program, _, fixed in trail.errors] == [("make", False)]
+    assert "unknown type name 'parser_t'" in trail.errors[0][1]
+    compact = read_trail("## Relevant Files\n- Edited: /repo/{a.c,b/c.h}\n- Deleted: x.txt, y.txt\n"
+                         "- /repo/d.c (read)\n## Artifact Trail\n- Error (fixed later): boom: it broke")
+    assert compact.files == {"/repo/a.c": ["edited"], "/repo/b/c.h": ["edited"], "x.txt": ["deleted"],
+                             "y.txt": ["deleted"]}               # a file read is no change
+    assert compact.errors == [("command", "boom: it broke", True)]
+
+
+def test_a_second_compaction_probes_and_keeps_what_the_earlier_summary_carried():
+    head = [system("s"), user("Port the parser.")]
+    first = _as_message(_summary(_first_middle(), head), 17)
+    later = [user("Now add a lexer."), calls(("l", "Write", {"file_path": "/repo/src/lexer.c", "content": "x"})),
+             result("l", "ok"), assistant("Lexer written.")]
+    messages = head + [first] + later
+    probes = extract_probes(messages, range(len(head), len(messages)))
+    assert set(probes.files_written) == set(FILES) | {"/repo/src/lexer.c"}
+    assert [e.fixed for e in probes.errors] == [False]            # still failing: nothing ran make since
+    text = _summary([first] + later, head, previous=message_text(first).split("\n\n", 1)[1])
+    assert all(path.rsplit("/", 1)[-1] in text for path in FILES)
+    assert "unknown type name 'parser_t'" in text
+    assert text.count("Latest request:") == 1 and "Latest request: Now add a lexer." in text
+    section = lambda name: text.split(name + "\n")[1].split("\n#")[0]
+    assert "- (earlier) Next I'll fix the missing parser_t type in src/module_3.c." in section("## Next Steps")
+    assert "(earlier)" not in section("### Done")                # unfinished work is never said to be done
+    assert section("### Done").count("Changed ") == 1 and text.count("Fix the errors listed under Blocked.") == 1
+
+
+def test_a_small_budget_keeps_room_for_the_newest_artifacts_beside_many_user_turns():
+    counter = TokenCounter()
+    users = [Line("## Goal", f"- User: continue with step {i} of the migration please", USER_WORDS, i)
+             for i in range(30)]
+    files = [Line("## Relevant Files", f"- /repo/step_{i}.py (edited)", ARTIFACT, i) for i in range(30)]
+    kept = fit(users + files, 300, counter)
+    assert any(line.rank == ARTIFACT for line in kept)           # before: the user's words took everything
+    assert users[-1] in kept                                      # the latest request goes last
+    assert files[-1] in kept and files[0] not in kept             # the newest artifacts first
+
+
+def test_a_compaction_that_would_not_shrink_the_conversation_leaves_it_as_it_is(tmp_path):
+    """A real session compacted again at the same context: its middle is little more than the earlier
+    summary, a new one would be longer (9,264 -> 9,284 tokens, once), and the input is written as it was."""
+    source = shared(LONG_SESSIONS / "vsla-claude-sessions" / "9034225e-c367-4ab6-b1eb-1f478a7ae27a.jsonl")
+    assert run_cli(tmp_path / "one", f"input={source}", "model.context_length=16000").returncode in (0, 2)
+    compacted = tmp_path / "one" / "transcripts" / source.name
+    again = run_cli(tmp_path / "two", f"input={compacted}", "model.context_length=16000")
+    assert again.returncode == 0, again.stderr
+    [row] = read_jsonl(tmp_path / "two" / "manifest.jsonl")
+    assert row["status"] == "unchanged" and row["trigger"] == "agent" and row["summarizer"] == "extractive"
+    assert row["noop_reason"].startswith("compacting would not make it smaller"), row["noop_reason"]
+    assert read_jsonl(tmp_path / "two" / "transcripts" / source.name) == read_jsonl(compacted)
+
+
+def test_recompacting_real_sessions_counts_the_messages_and_files_of_both_compactions(tmp_path):
+    source = REAL / "vsla-claude-sessions"
+    assert run_cli(tmp_path / "one", f"input={source}", "model.context_length=16000").returncode in (0, 2)
+    first = {r["id"]: r for r in read_jsonl(tmp_path / "one" / "manifest.jsonl") if r["status"] == "compacted"}
+    assert first
+    again = run_cli(tmp_path / "two", f"input={tmp_path / 'one' / 'transcripts'}", "model.context_length=4000",
+                    "compression.protect_last_n=4")
+    assert again.returncode in (0, 2), again.stderr
+    second = {r["id"]: r for r in read_jsonl(tmp_path / "two" / "manifest.jsonl") if r["status"] == "compacted"}
+    assert set(first) & set(second)
+    out = {r["id"]: r for f in (tmp_path / "two" / "transcripts").rglob("*.jsonl") for r in read_jsonl(f)}
+    earlier = {r["id"]: r for f in (tmp_path / "one" / "transcripts").rglob("*.jsonl") for r in read_jsonl(f)}
+    for cid in set(first) & set(second):
+        old = next(message_text(m) for m in earlier[cid]["messages"] if is_summary_message(m))
+        new = next(message_text(m) for m in out[cid]["messages"] if is_summary_message(m))
+        count = lambda text: int(re.search(r"(\d+) earlier messages", text).group(1))
+        assert count(new) > count(old)                                  # both compactions' messages
+        carried = read_trail(old).files
+        assert second[cid]["quality"]["files_written"]["total"] >= len(carried)   # the earlier trail is probed
+        assert new.count("Latest request:") <= 1
