@@ -61,7 +61,8 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     try:
         output_dir = components.output_dir(cfg)
         built = components.build(cfg, store_dir=output_dir or run_dir)
-        inputs = resolve_inputs(str(cfg.input.path), exclude=[p for p in (run_dir, output_dir) if p])
+        inputs = resolve_inputs(str(cfg.input.path), exclude=[p for p in (run_dir, output_dir) if p],
+                                output_dir=output_dir)
         replay = replay_settings(cfg)
         folder = RunFolder(run_dir)
     except (ConfigError, SummarizerFatalError, ValueError) as error:

@@ -50,9 +50,13 @@ def input_root(spec: str) -> Path:
     return _static_prefix(spec).resolve()
 
 
-def resolve_inputs(spec: str, exclude: list[Path] = ()) -> list[InputFile]:
+def resolve_inputs(spec: str, exclude: list[Path] = (), output_dir: Path | None = None) -> list[InputFile]:
     """A file, every *.jsonl under a directory, or a glob; sorted, so runs are reproducible."""
     path = Path(spec).expanduser()
+    if output_dir is not None and (path.exists() or _WILDCARDS & set(spec)) \
+            and input_root(spec).is_relative_to(Path(output_dir).resolve()):
+        raise ConfigError(f"output.dir={str(output_dir)!r} is the input's folder or holds it (input={spec!r}): "
+                          "outputs would land among the inputs they come from; give output.dir a folder outside it")
     if path.is_file():
         found = [InputFile(path, Path(path.name))]
     elif path.is_dir():

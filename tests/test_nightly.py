@@ -157,9 +157,16 @@ def test_an_archive_that_moved_is_accepted_when_said_so(archive):
 def test_an_input_holding_only_output_says_so(tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "chats.jsonl").write_bytes(TAU_BENCH.read_bytes())
-    result = run_cli(tmp_path / "run", f"input={tmp_path / 'out'}", f"output.dir={tmp_path / 'out'}")
-    assert result.returncode == 1
-    assert "its 1 .jsonl file(s) are all output of this tool" in result.stderr
+    same = run_cli(tmp_path / "run", f"input={tmp_path / 'out'}", f"output.dir={tmp_path / 'out'}")
+    assert same.returncode == 1
+    assert f"output.dir='{tmp_path / 'out'}' is the input's folder or holds it" in same.stderr
+    holds = run_cli(tmp_path / "run", f"input={tmp_path / 'out' / 'chats.jsonl'}", f"output.dir={tmp_path}")
+    assert holds.returncode == 1 and "is the input's folder or holds it" in holds.stderr
+    assert not (tmp_path / "run").exists()                     # refused before anything is written
+    assert run_cli(tmp_path / "only" / "first", f"input={TAU_BENCH}").returncode == 0
+    runs = run_cli(tmp_path / "run", f"input={tmp_path / 'only'}")    # a folder holding only a run's folder
+    assert runs.returncode == 1
+    assert ".jsonl file(s) are all output of this tool" in runs.stderr, runs.stderr
 
 
 @pytest.mark.parametrize("fault", ["file:1", "file:4", "committed:5", "listed:9", "committed:30"],
