@@ -262,7 +262,7 @@ def recover_interrupted(run_dir: Path, committed: list[tuple[dict | None, dict |
     summary = totals.summary(0.0, {}, "")
     killed = f"killed before it could finish; its records were completed by the run in {by}"
     # what only the dead process knew (its files, bytes, prices, time, exit status) is unknown, not zero
-    summary.update(stopped=killed, exit_code=None, files=None, bytes_in=None, bytes_out=None, prompt_caching=None,
+    summary.update(stopped=killed, exit_code=None, exit_reason=killed, files=None, bytes_in=None, bytes_out=None, prompt_caching=None,
                    wall_seconds=None, process_cpu_seconds=None, mb_per_second=None, conversations_per_second=None,
                    estimated_cost_usd={key: None for key in summary["estimated_cost_usd"]})
     write_summary(run_dir, summary)

@@ -190,6 +190,7 @@ def test_kill_9_at_any_point_then_rerun_gives_the_clean_output(archive, clean, f
     assert recovered["exit_code"] is None and recovered["files"] is None and recovered["wall_seconds"] is None
     assert recovered["stopped"].startswith("killed before it could finish") and str(archive / "runs" / "2") in \
         recovered["stopped"]
+    assert recovered["exit_reason"] == recovered["stopped"]      # every summary.json has both exit fields
     assert "killed before it could finish" in (archive / "runs" / "1" / "cli.log").read_text()
     rerun_log = (archive / "runs" / "2" / "cli.log").read_text()
     assert "died without releasing it; taken over" in rerun_log
