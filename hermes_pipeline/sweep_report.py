@@ -27,7 +27,7 @@ import hashlib
 import json
 import logging
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ class Point:
     overflows: bool = False      # more requests over the context than the best-fitting point: off the front
     identical_to: str | None = None
     notes: list[str] = field(default_factory=list)
+    order: int = 0               # its place in the folders given (a sweep folder's jobs by number)
 
 
 def _get(mapping: Any, dotted: str) -> Any:
@@ -114,13 +115,19 @@ def figures_of(summary: dict) -> dict[str, Any]:
     }
 
 
+# overrides that change how a run shows itself or where it writes, not what it computes
+_NOT_SETTINGS = ("quiet", "progress")
+
+
 def read_point(folder: Path, job: str) -> Point:
     overrides = {}
     path = folder / ".hydra" / "overrides.yaml"
     if path.is_file():
         for item in yaml.safe_load(path.read_text()) or []:
             key, _, value = str(item).partition("=")
-            overrides[key.lstrip("+~")] = value
+            key = key.lstrip("+~")
+            if key not in _NOT_SETTINGS and not key.startswith("hydra."):
+                overrides[key] = value
     summary = json.loads((folder / "summary.json").read_text())
     return Point(job, folder, overrides, figures_of(summary), transcripts_digest(folder))
 
@@ -136,9 +143,12 @@ def find_points(dirs) -> list[Point]:
             folders += sorted(found, key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
     points, seen = [], set()
     for n, folder in enumerate(folders):
-        job = folder.name if folder.name.isdigit() and folder.name not in seen else str(n)
+        # a sweep's job number, or a run folder's name; the parent folder tells two of one name apart
+        job = folder.name if folder.name not in seen else f"{folder.parent.name}/{folder.name}"
+        if job in seen:
+            job = f"{job}#{n}"
         seen.add(job)
-        points.append(read_point(folder, job))
+        points.append(replace(read_point(folder, job), order=n))
     return points
 
 
@@ -163,7 +173,7 @@ def rank(points: list[Point]) -> tuple[list[Point], str, str]:
         p.pareto = not any(q.cost <= p.cost and q.quality >= p.quality and (q.cost < p.cost or q.quality > p.quality)
                            for q in working)
     first_of: dict[str, str] = {}
-    for p in sorted(points, key=lambda p: int(p.job) if p.job.isdigit() else 0):
+    for p in sorted(points, key=lambda p: p.order):
         if p.digest is not None:
             if p.digest in first_of:
                 p.identical_to = first_of[p.digest]
@@ -189,7 +199,7 @@ def write_csv(points: list[Point], path: Path) -> None:
         writer = csv.writer(handle)
         writer.writerow(["job", *keys, *FIGURES, "pareto", "over_context", "identical_to", "transcripts_sha256",
                          "folder"])
-        for p in sorted(points, key=lambda p: int(p.job) if p.job.isdigit() else 0):
+        for p in sorted(points, key=lambda p: p.order):
             writer.writerow([p.job, *(p.overrides.get(k, "") for k in keys),
                              *("" if p.figures[f] is None else p.figures[f] for f in FIGURES),
                              "yes" if p.pareto else "", "yes" if p.overflows else "", p.identical_to or "",
@@ -231,7 +241,8 @@ def write_markdown(points: list[Point], cost_axis: str, quality_axis: str, path:
     for p in points:
         f = p.figures
         lines.append("| " + " | ".join([
-            "★" if p.pareto else "✗" if p.overflows else "", p.job, *(f"`{p.overrides.get(k, '')}`" for k in varying),
+            "★" if p.pareto else "✗" if p.overflows else "", p.job,
+            *(f"`{p.overrides[k]}`" if p.overrides.get(k) else "–" for k in varying),
             _fmt(f["conversations"]), _fmt(f["compacted"]),
             f"{_fmt(f['tokens_before'])} → {_fmt(f['tokens_after'])}", _fmt(p.quality),
             _fmt(p.cost), _fmt(f["replay_cost_no_compression_usd"]), _fmt(f["replay_over_context"]),
@@ -297,8 +308,9 @@ def write_png(points: list[Point], cost_axis: str, quality_axis: str, path: Path
     fig, ax = plt.subplots(figsize=(10, 5.5), dpi=110)
     fig.subplots_adjust(left=0.09, right=0.62, bottom=0.11, top=0.92)
     for p in scored:
+        style = {"marker": "x"} if p.overflows else {"marker": "o", "edgecolors": "black" if p.pareto else "none"}
         ax.scatter(p.cost, p.quality, s=60 if p.pareto else 35, color="tab:red" if p.pareto else "tab:blue",
-                   zorder=3, edgecolors="black" if p.pareto else "none", marker="x" if p.overflows else "o")
+                   zorder=3, **style)   # an "x" has no edge to colour
         ax.annotate(p.job, (p.cost, p.quality), textcoords="offset points", xytext=(5, 4), fontsize=8)
     # the key: what each numbered dot is, beside the plot (long labels would overlap on it)
     key = [f"{'*' if p.pareto else 'x' if p.overflows else ' '}{p.job:>3}: " + "  ".join(f"{k.split('.')[-1]}={p.overrides.get(k)}"

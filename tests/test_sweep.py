@@ -260,3 +260,20 @@ def test_the_report_warns_when_its_runs_read_different_conversations(tmp_path, g
     assert result.returncode == 0
     assert "did not read the same conversations" in result.stderr
     assert "**Warning**: these points did not read the same conversations" in (tmp_path / "mixed" / "sweep.md").read_text()
+
+
+def test_the_report_names_every_point_apart_and_shows_only_settings(tmp_path, grid, on_off):
+    plain = tmp_path / "2"                              # a run folder named like the sweep's job 2
+    assert run_cli(plain, *SMALL[:2], "quiet=true").returncode == 0
+    result = subprocess.run([sys.executable, "-m", "hermes_pipeline.sweep_report", str(grid / "2"), str(grid / "3"),
+                             str(plain), str(on_off[0]), "--out", str(tmp_path / "r")],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "UserWarning" not in result.stderr          # the ✗ point of on_off is drawn without a warning
+    rows = csv_rows(tmp_path / "r" / "sweep.csv")
+    jobs = [r["job"] for r in rows]
+    assert len(set(jobs)) == len(jobs) == 5 and jobs[:3] == ["2", "3", f"{tmp_path.name}/2"]
+    assert "quiet" not in rows[0] and "progress" not in rows[0]     # how a run shows itself is no setting
+    md = (tmp_path / "r" / "sweep.md").read_text()
+    assert "``" not in md and "quiet" not in md
+    assert "| – |" in md                                # a setting a point does not give
