@@ -84,6 +84,20 @@ def test_an_unknown_key_fails_naming_the_closest_valid_key(tmp_path, typo, close
     assert "Traceback" not in result.stderr and not (tmp_path / "run" / "manifest.jsonl").exists()
 
 
+@pytest.mark.parametrize("override, said", [
+    ("threshold=0.4", "did you mean compression.threshold (or hygiene.threshold)?"),
+    ("model.context_length=16k", "model.context_length='16k' is not an integer (write 16000, not 16k)"),
+    ("compression.threshold=0.4,high", "compression.threshold='high' is not a number"),
+    ("model=claude-opus", "model='claude-opus' is no option of model: one of claude-haiku-4-5, claude-sonnet-4-5"),
+    ("summarizer=antropic", "did you mean anthropic?"),
+])
+def test_a_wrong_key_or_value_is_said_in_one_line_before_hydra_composes(tmp_path, override, said):
+    result = run_cli(tmp_path / "run", "input=samples", override)
+    assert result.returncode == 1
+    assert said in result.stderr and "HYDRA_FULL_ERROR" not in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1 and not (tmp_path / "run").exists()
+
+
 def test_a_wrong_provider_model_fails_at_start_up(tmp_path):
     result = run_cli(tmp_path / "run", "input=samples", "summarizer=openai",
                      "auxiliary.compression.model=claude-sonnet-4-5", env={"OPENAI_API_KEY": "sk-test-" + "x" * 24})

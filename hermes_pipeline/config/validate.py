@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from typing import Any, Iterator
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -56,6 +57,10 @@ def known_keys() -> list[str]:
 
 def unknown_key_error(key: str) -> ConfigError:
     keys = known_keys()
+    endings = [k for k in keys if k.endswith("." + key)] if "." not in key else []
+    if endings:      # `threshold=` : every key of that name, each under its own section
+        more = f" (or {', '.join(endings[1:])})" if len(endings) > 1 else ""
+        return ConfigError(f"unknown config key {key!r}; did you mean {endings[0]}{more}?")
     # the names one gives alone too: config groups and short forms (`input=...` is input.path)
     nodes = sorted({k.split(".")[0] for k in keys} | set(GROUPS)) if "." not in key else []
     close = difflib.get_close_matches(key, nodes + keys, n=1, cutoff=0.6)
@@ -125,8 +130,44 @@ def validate(cfg: DictConfig) -> None:
             raise ConfigError(f"{key} is required (pick a model with model=NAME)")
 
 
+_PLAIN_VALUES = re.compile(r"[\w.+-]+(?:,[\w.+-]+)*")    # a value, or a sweep's list of them; no ${...} or choice()
+_NUMBER_CHECKS = {"int": (re.compile(r"[+-]?\d+"), "an integer"),
+                  "float": (re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"), "a number")}
+
+
+def check_override_value(key: str, value: str, f: dataclasses.Field | None) -> None:
+    """A group option that does not exist, or a number that is not one, said in our words before Hydra's."""
+    if not _PLAIN_VALUES.fullmatch(value):
+        return
+    if key in GROUPS:
+        from hermes_pipeline.config.files import group_options
+        options = group_options(key)
+        for part in value.split(","):
+            if options and part not in options:
+                close = difflib.get_close_matches(part, options, n=1, cutoff=0.5)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                raise ConfigError(f"{key}={part!r} is no option of {key}: one of {', '.join(options)}{hint}")
+    elif f is not None and f.type in _NUMBER_CHECKS:
+        pattern, kind = _NUMBER_CHECKS[f.type]
+        for part in value.split(","):
+            if not pattern.fullmatch(part) and part not in ("null", "None"):
+                raise ConfigError(f"{key}={part!r} is not {kind}" + (" (write 16000, not 16k)" if kind == "an integer"
+                                                                     and part[:-1].isdigit() else ""))
+
+
 def check_override_keys(overrides: list[str]) -> None:
-    """Refuse a command-line key the schema doesn't know, before Hydra composes anything."""
+    """Refuse a command-line key the schema doesn't know, or a value it can't take, before Hydra composes
+    anything."""
+    fields = dict(leaf_keys(HermesConfig))
+    # config folders of one's own may hold more group options than ours
+    own_configs = any(o.startswith(("--config-dir", "-cd", "--config-path", "-cp", "hydra.searchpath",
+                                    "+hydra.searchpath")) for o in overrides)
+    for override in overrides:
+        if "=" in override and not override.startswith(("-", "~")):
+            key, value = override.split("=", 1)
+            key = key.lstrip("+")
+            if not (own_configs and key in GROUPS):
+                check_override_value(key, value, fields.get(key))
     keys = set(known_keys())
     prefixes = {k.rsplit(".", i)[0] for k in keys for i in range(k.count(".") + 1)}
     for override in overrides:
