@@ -162,7 +162,12 @@ def test_an_unknown_name_falls_back_to_the_compressor_and_says_so(workdir):
     assert len(fallbacks) == 1
     why = fallbacks.pop()
     assert "nosuchengine" in why and "plugins/context_engine/nosuchengine" in why and "compressor" in why
+    assert "did you mean" not in why
     assert sum(r["status"] == "compacted" for r in rows) >= 8      # it did the compressor's work
+    typo, rows, _ = run_in(workdir, "context.engine=lmc")          # a typo of the lossless engine
+    assert "context engine 'lmc' not found" in typo.stdout + typo.stderr
+    assert {r["engine_fallback"] for r in rows} == {rows[0]["engine_fallback"]}
+    assert "did you mean lcm?" in rows[0]["engine_fallback"]
 
 
 @pytest.mark.parametrize("name", ["../x", "a.b", "a/b", "..", "-x"])

@@ -13,6 +13,7 @@ A factory is called as `factory(services, **options)`.
 """
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import inspect
 import logging
@@ -133,8 +134,10 @@ def resolve_engine(name: str, search_dirs: list[Path]) -> Resolved:
             return Resolved(factory, name, f"entry point {entry.value}")
     if name in _REGISTRY:
         return Resolved(_REGISTRY[name], name, "registry")
+    known = [*BUILT_IN, *(e.name for e in entry_points(group=ENTRY_POINT_GROUP)), *_REGISTRY]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     why = (f"context engine {name!r} not found (no plugins/context_engine/{name}/ under "
-           f"{', '.join(str(d) for d in search_dirs)}, no entry point in {ENTRY_POINT_GROUP}, not registered); "
-           "using the built-in compressor")
+           f"{', '.join(str(d) for d in search_dirs)}, no entry point in {ENTRY_POINT_GROUP}, not registered"
+           f"{f'; did you mean {close[0]}?' if close else ''}); using the built-in compressor")
     log.warning(why)
     return Resolved(ContextCompressor, ContextCompressor.name, "built-in", why)
