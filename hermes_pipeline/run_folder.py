@@ -89,6 +89,7 @@ class RunTotals:
     usage: Counter = field(default_factory=Counter)
     files: int = 0
     bytes_in: int = 0
+    bytes_skipped: int = 0       # input files left unread, unchanged since the last run
     bytes_out: int = 0
     stopped: str | None = None
     interrupted: bool = False
@@ -161,6 +162,7 @@ class RunTotals:
             "replay": self.replay.to_dict(),   # the live agent's bill under these settings, added up
             "files": self.files,
             "bytes_in": self.bytes_in,
+            "bytes_skipped": self.bytes_skipped,
             "bytes_out": self.bytes_out,
             "wall_seconds": round(wall_seconds, 3),
             # CPU of this process alone: with worker processes or Dask, what reading and recording cost
@@ -262,8 +264,9 @@ def recover_interrupted(run_dir: Path, committed: list[tuple[dict | None, dict |
     summary = totals.summary(0.0, {}, "")
     killed = f"killed before it could finish; its records were completed by the run in {by}"
     # what only the dead process knew (its files, bytes, prices, time, exit status) is unknown, not zero
-    summary.update(stopped=killed, exit_code=None, exit_reason=killed, files=None, bytes_in=None, bytes_out=None, prompt_caching=None,
-                   wall_seconds=None, process_cpu_seconds=None, mb_per_second=None, conversations_per_second=None,
+    summary.update(stopped=killed, exit_code=None, exit_reason=killed, files=None, bytes_in=None, bytes_skipped=None,
+                   bytes_out=None, prompt_caching=None, wall_seconds=None, process_cpu_seconds=None,
+                   mb_per_second=None, conversations_per_second=None,
                    estimated_cost_usd={key: None for key in summary["estimated_cost_usd"]})
     write_summary(run_dir, summary)
     with open(run_dir / "cli.log", "a") as log_file:      # its own log says how it ended

@@ -68,6 +68,8 @@ def test_a_rerun_of_an_unchanged_archive_processes_nothing(archive, clean):
     log = (archive / "runs" / "2" / "cli.log").read_text()       # the run's log says why nothing was done
     assert f"; {clean[1]} skipped (unchanged since the last run)" in log
     assert f"{TAU_BENCH.name}: unchanged since the last run" in log
+    assert summary(archive, "2")["bytes_in"] == 0 and summary(archive, "2")["bytes_skipped"] == \
+        summary(archive, "1")["bytes_in"]                              # nothing read: no MB/s of it
     os.utime(archive / "in" / "tau-bench" / TAU_BENCH.name)     # touched, not changed: hashed, still reused
     third = nightly(archive, "3")
     assert third.returncode == 0 and summary(archive, "3")["conversations"] == 0

@@ -82,12 +82,13 @@ class Executor:
         options = RecordOptions(self.options.output_format, self.options.engine_fallback, self.options.replay)
         for item in self.runner.map(partial(compact_conversation, options), stream, needs_engine):
             if isinstance(item, FileSkipped):
-                run_log.info("%s: unchanged since the last run, its %d conversation(s) kept", item.work.rel,
-                             item.work.unchanged_items)
+                earlier = self.state.quarantined_items(item.work.rel)
+                run_log.info("%s: unchanged since the last run, its %d record(s) kept%s", item.work.rel,
+                             item.work.unchanged_items, f" ({earlier} of them quarantined earlier)" if earlier else "")
                 self.totals.skipped_unchanged += item.work.unchanged_items
-                self.totals.quarantined_earlier += self.state.quarantined_items(item.work.rel)
+                self.totals.quarantined_earlier += earlier
                 self.totals.files += 1
-                self.totals.bytes_in += item.work.stat.st_size
+                self.totals.bytes_skipped += item.work.stat.st_size    # not read: no part of MB/s
             elif isinstance(item, FileStart):
                 work = item.work
             elif isinstance(item, FileEnd):
