@@ -16,7 +16,7 @@ from hermes_pipeline.artifacts import expand_braces
 from hermes_pipeline.tool_output import error_probe_text
 
 _ACTIONS = "written|edited|moved|deleted"
-_FULL = re.compile(rf"^- (\S(?:.*\S)?) \(((?:{_ACTIONS})(?:, (?:{_ACTIONS}))*)\)$")
+_FULL = re.compile(rf"^- (\S(?:.*?\S)?) \(((?:{_ACTIONS})(?:, (?:{_ACTIONS}))*)\)(?:: .*)?$")   # ": why" after
 _COMPACT = re.compile(r"^- (Created/written|Edited|Moved away|Deleted): (.+)$")
 _COMPACT_ACTION = {"Created/written": "written", "Edited": "edited", "Moved away": "moved", "Deleted": "deleted"}
 _ERROR = re.compile(r"^- (Still failing|Error, fixed later) \(([^)]*)\): (.+?)(?: \(\+\d+ alike\))?$")

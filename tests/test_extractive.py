@@ -119,3 +119,21 @@ def test_an_earlier_summary_of_another_layout_is_carried_as_material():
     assert "Earlier summary (opening): The user wants the parser in src/parse/lexer.py rewritten." in text
     assert "/repo/src/parse/lexer.py" in text.split("## Relevant Files")[1]
     assert "src/cli.py (edited)" in text
+
+
+def test_what_a_call_says_it_is_for_is_used_for_its_file_and_its_done_line():
+    middle = [user("Add the bid/ask column."),
+              calls(("e1", "edit", {"path": "/app/src/Dashboard.tsx", "old": "a", "new": "b", "_i": "Add bidask column"}),
+                    ("e2", "edit", {"path": "/app/src/Dashboard.tsx", "old": "c", "new": "d", "_i": "Remove duplicate line"})),
+              result("e1", "ok"), result("e2", "ok"),
+              calls(("s1", "subagent", {"action": "await", "_i": "Await PR53 review", "id": "3-Review"}),
+                    ("s2", "search", {})),
+              result("s1", "approved"), result("s2", "nothing"),
+              assistant("The row spans every column (9 now, not 8. We should be fine since it counts them)"),
+              assistant("Column added.")]
+    text = ExtractiveSummarizer().summarize(_request(middle)).text
+    assert "- /app/src/Dashboard.tsx (edited): Add bidask column; Remove duplicate line" in text
+    assert "src/Dashboard.tsx: Add bidask column" not in text       # not a second line for the same file
+    assert "- subagent: Await PR53 review -> ok" in text
+    assert "search()" not in text                                   # a look-up with no arguments says nothing
+    assert "- We should be fine since it counts them\n" in text      # no bracket closing an aside split off

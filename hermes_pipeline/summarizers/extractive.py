@@ -70,6 +70,14 @@ def _sentence(text: str) -> str:
     return _BULLET.sub("", text).strip()
 
 
+def _alone(sentence: str) -> str:
+    """A sentence quoted on its own line: without the closing bracket of an aside that began in the
+    sentence before it."""
+    if sentence.endswith(")") and sentence.count(")") > sentence.count("("):
+        return sentence[:-1].rstrip()
+    return sentence
+
+
 class ExtractiveSummarizer(Summarizer):
     name = "extractive"
 
@@ -166,9 +174,9 @@ class ExtractiveSummarizer(Summarizer):
                 if s.endswith("?") or _ASKS_USER.search(s):
                     continue   # a question to the user is not a decision
                 if _DECISION.search(s):
-                    c.add("## Key Decisions", "- " + _clip(s), USEFUL, i)
+                    c.add("## Key Decisions", "- " + _clip(_alone(s)), USEFUL, i)
                 elif _SOFT_DECISION.search(s):
-                    c.add("## Key Decisions", "- " + _clip(s), CHATTER, i)
+                    c.add("## Key Decisions", "- " + _clip(_alone(s)), CHATTER, i)
         return out
 
     # -- the artifact trail -------------------------------------------------------
@@ -184,8 +192,10 @@ class ExtractiveSummarizer(Summarizer):
             for group, members in grouped_paths(paths):
                 last = max(at[p] for p in members)
                 c.add("## Relevant Files", f"- {_ACTION_WORD[action]}: {group}", ARTIFACT, last, form="compact")
+        notes = self._change_notes(messages, start)
         for path, actions in probes.files_written.items():
-            c.add("## Relevant Files", f"- {path} ({', '.join(actions)})", ARTIFACT, at[path], form="full")
+            why = f": {_clip('; '.join(notes[path]), 160)}" if notes.get(path) else ""
+            c.add("## Relevant Files", f"- {path} ({', '.join(actions)}){why}", ARTIFACT, at[path], form="full")
         for group, _ in grouped_paths(carried):
             c.add("## Relevant Files", f"- Named in the earlier summary: {group}", USEFUL, -1)
         for group, members in grouped_paths(probes.files_read, limit=8):
@@ -193,7 +203,16 @@ class ExtractiveSummarizer(Summarizer):
             c.add("## Relevant Files", f"- Read: {group}", RECENT, last, form="compact-read")
         for path in probes.files_read:
             c.add("## Relevant Files", f"- {path} (read)", RECENT, probes.read_at[path], form="full-read")
-        for i in range(start, len(messages)):   # what each change was for, when the call says it
+        for path, said in notes.items():     # beside brace groups, what each change was for goes on its own lines
+            name = "/".join(path.rsplit("/", 2)[-2:])
+            for note, order in said.items():
+                c.add("## Relevant Files", f"- {name}: {_clip(note, 120)}", RECENT, order, form="compact")
+
+    @staticmethod
+    def _change_notes(messages: list[dict], start: int) -> dict[str, dict[str, int]]:
+        """path -> {what a change of it was for, when the call says it: the call's position}."""
+        notes: dict[str, dict[str, int]] = {}
+        for i in range(start, len(messages)):
             if role(messages[i]) != "assistant":
                 continue
             for call, result, _ in paired_results(messages, i):
@@ -201,8 +220,8 @@ class ExtractiveSummarizer(Summarizer):
                 note = next((args[k] for k in _NOTE_KEYS if isinstance(args.get(k), str) and args[k].strip()), None)
                 changed = [p for p, a in file_actions(call, result) if a != "read"]
                 if note and changed:
-                    name = "/".join(changed[0].rsplit("/", 2)[-2:])
-                    c.add("## Relevant Files", f"- {name}: {_clip(note, 120)}", RECENT, i)
+                    notes.setdefault(changed[0], {}).setdefault(normalize(note), i)
+        return notes
 
     def _errors(self, probes, c: Collector) -> None:
         """The last MAX_ERRORS distinct error lines verbatim; older ones after them, alike ones merged."""
@@ -273,9 +292,14 @@ class ExtractiveSummarizer(Summarizer):
         if command is not None:
             c.add("### Done", f"- `{_clip(command, 120)}` -> {status()}", CHATTER, order)
         elif name != "think" and not file_actions(call, result) and not any(k in args for k in _PLAN_KEYS):
-            subject = ", ".join(f"{k}={v}" for k, v in args.items() if isinstance(v, (str, int, float)) and len(str(v)) < 60)
             rank = RECENT if _MUTATION.search(name) else CHATTER   # what changed the world outranks look-ups
-            c.add("### Done", f"- {name}({_clip(subject, 120)}) -> {status()}", rank, order)
+            note = next((args[k] for k in _NOTE_KEYS if isinstance(args.get(k), str) and args[k].strip()), None)
+            if note:        # the call says what it is for: that, not its arguments
+                c.add("### Done", f"- {name}: {_clip(note, 120)} -> {status()}", rank, order)
+                return
+            subject = ", ".join(f"{k}={v}" for k, v in args.items() if isinstance(v, (str, int, float)) and len(str(v)) < 60)
+            if subject or rank == RECENT:   # a look-up with no arguments (`search()`) says nothing
+                c.add("### Done", f"- {name}({_clip(subject, 120)}) -> {status()}", rank, order)
 
     @staticmethod
     def _latest_plan(messages: list[dict], start: int) -> tuple[list[dict], int] | None:
