@@ -19,6 +19,7 @@ _ACTIONS = "written|edited|moved|deleted"
 _FULL = re.compile(rf"^- (\S(?:.*?\S)?) \(((?:{_ACTIONS})(?:, (?:{_ACTIONS}))*)\)(?:: .*)?$")   # ": why" after
 _COMPACT = re.compile(r"^- (Created/written|Edited|Moved away|Deleted): (.+)$")
 _COMPACT_ACTION = {"Created/written": "written", "Edited": "edited", "Moved away": "moved", "Deleted": "deleted"}
+_READ = re.compile(r"^- (?:(\S(?:.*?\S)?) \(read\)|Read: (.+))$")
 _ERROR = re.compile(r"^- (Still failing|Error, fixed later) \(([^)]*)\): (.+?)(?: \(\+\d+ alike\))?$")
 _TRAIL_ERROR = re.compile(r"^- Error \((still failing|fixed later)\): (.+)$")     # trail.py's lines
 FILE_SECTIONS = ("## Relevant Files", "## Artifact Trail")
@@ -29,6 +30,7 @@ class CarriedTrail:
     files: dict[str, list[str]] = field(default_factory=dict)        # path -> actions, in order
     errors: list[tuple[str, str, bool]] = field(default_factory=list)  # (program, line as quoted, fixed)
     lines: dict[str, list[str]] = field(default_factory=dict)  # summary line -> the paths or error probe texts it names
+    # (files read are among these lines, not among `files`: a read is no change)
 
 
 def _group_paths(group: str) -> list[str]:
@@ -42,7 +44,7 @@ def read_trail(summary: str) -> CarriedTrail:
     """The changed files and the quoted errors of an earlier summary in our layout."""
     trail = CarriedTrail()
     section = None
-    for raw in summary.splitlines():
+    for raw in summary.split("\n"):     # not splitlines(): a quoted error line may hold a \r
         line = raw.strip()
         if line.startswith("#"):
             section = line
@@ -57,6 +59,8 @@ def read_trail(summary: str) -> CarriedTrail:
             for path in paths:
                 trail.files.setdefault(path, [_COMPACT_ACTION[found.group(1)]])
             trail.lines[line] = paths
+        elif in_files and (found := _READ.match(line)):    # no change, but named again when read again
+            trail.lines[line] = _group_paths(found.group(1) or found.group(2))
         elif found := _ERROR.match(line):
             trail.errors.append((found.group(2), found.group(3), found.group(1) != "Still failing"))
             trail.lines[line] = [error_probe_text(found.group(3))]

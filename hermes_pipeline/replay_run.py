@@ -44,9 +44,16 @@ def summary_prices(cfg, model_name: str | None = None) -> Prices:
     return Prices.of(cfg.model.prices)
 
 
+def summarizes(cfg) -> bool:
+    """Whether the run's stage chain writes a summary: the replay bills head + summary + tail."""
+    stages = OmegaConf.select(cfg, "pipeline.stages", default=None) or []
+    return any(str(stage.get("_target_", "")).endswith(".SummarizeStage") for stage in stages)
+
+
 def settings_from_config(cfg) -> ReplaySettings | None:
-    """The replay settings of a run, or None when `replay.enabled` is false."""
-    if not OmegaConf.select(cfg, "replay.enabled", default=False):
+    """The replay settings of a run, or None when `replay.enabled` is false or the chain writes no
+    summary (pipeline=mask_only: its bill is not one the replay knows how to make)."""
+    if not OmegaConf.select(cfg, "replay.enabled", default=False) or not summarizes(cfg):
         return None
     model, c, r = cfg.model, cfg.compression, cfg.replay
     scale = float(model.get("token_scale", 1.0))

@@ -725,3 +725,15 @@ def test_written_as_openai_a_conversation_has_only_parts_chat_completions_takes(
     calls = {c["id"] for m in written["messages"] for c in m.get("tool_calls") or []}
     results = {m["tool_call_id"] for m in written["messages"] if m["role"] == "tool"}
     assert calls == results == {"t0", "t1"}
+
+
+def test_written_as_openai_a_compacted_claude_code_log_has_no_message_level_cache_marker(tmp_path):
+    """The cache marks of a Claude model go on content parts in chat messages (OpenRouter's form); a
+    message-level cache_control is Anthropic's alone."""
+    from tests.helpers.env import REAL, read_jsonl, run_cli
+    source = REAL / "vsla-claude-sessions"
+    result = run_cli(tmp_path / "run", f"input={source}", "output.format=openai", "model.context_length=16000")
+    assert result.returncode in (0, 2), result.stderr
+    written = [m for f in (tmp_path / "run" / "transcripts").rglob("*.jsonl") for r in read_jsonl(f)
+               for m in r["messages"]]
+    assert written and not any("cache_control" in m for m in written)

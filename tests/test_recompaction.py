@@ -3,12 +3,12 @@ import re
 
 from hermes_pipeline.carried import read_trail
 from hermes_pipeline.quality import extract_probes
-from hermes_pipeline.summarizers.base import SummaryRequest
+from hermes_pipeline.summarizers.base import Summarizer, SummaryRequest, SummaryResult
 from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
 from hermes_pipeline.summarizers.fit import ARTIFACT, USER_WORDS, Line, fit
 from hermes_pipeline.tokens import TokenCounter
-from hermes_pipeline.transcript import SUMMARY_PREFIX, is_summary_message, message_text
-from tests.helpers.builders import assistant, calls, long_log, result, system, user
+from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, message_text
+from tests.helpers.builders import assistant, calls, engine_for, long_log, result, system, user
 from tests.helpers.env import LONG_SESSIONS, REAL, read_jsonl, run_cli, shared
 
 FILES = [f"/repo/src/module_{i}.c" for i in range(6)]
@@ -77,18 +77,40 @@ def test_a_small_budget_keeps_room_for_the_newest_artifacts_beside_many_user_tur
     assert files[-1] in kept and files[0] not in kept             # the newest artifacts first
 
 
-def test_a_compaction_that_would_not_shrink_the_conversation_leaves_it_as_it_is(tmp_path):
-    """A real session compacted again at the same context: its middle is little more than the earlier
-    summary, a new one would be longer (9,264 -> 9,284 tokens, once), and the input is written as it was."""
+def test_a_middle_that_is_only_the_earlier_summary_is_left_as_it_is(tmp_path):
+    """A real session compacted again at a smaller context: nothing new lies between head and tail, and a
+    summary of the summary only lost what it said (it once dropped the latest request and 5 open errors)."""
     source = shared(LONG_SESSIONS / "vsla-claude-sessions" / "9034225e-c367-4ab6-b1eb-1f478a7ae27a.jsonl")
     assert run_cli(tmp_path / "one", f"input={source}", "model.context_length=16000").returncode in (0, 2)
     compacted = tmp_path / "one" / "transcripts" / source.name
-    again = run_cli(tmp_path / "two", f"input={compacted}", "model.context_length=16000")
+    again = run_cli(tmp_path / "two", f"input={compacted}", "model.context_length=10000")
     assert again.returncode == 0, again.stderr
     [row] = read_jsonl(tmp_path / "two" / "manifest.jsonl")
-    assert row["status"] == "unchanged" and row["trigger"] == "agent" and row["summarizer"] == "extractive"
-    assert row["noop_reason"].startswith("compacting would not make it smaller"), row["noop_reason"]
+    assert row["status"] == "unchanged" and row["trigger"] != "none" and row["summarizer"] is None
+    assert row["noop_reason"] == "nothing new to summarize: the middle is the earlier summary alone"
     assert read_jsonl(tmp_path / "two" / "transcripts" / source.name) == read_jsonl(compacted)
+
+
+class Wordy(Summarizer):
+    """A summarizer that writes more than it was asked to: a model may."""
+    name = "wordy"
+
+    def __init__(self, name="wordy", model_cfg=None, aux_cfg=None):
+        self.name = "wordy"
+
+    def summarize(self, request):
+        return SummaryResult(text="## Goal\n- " + "and so on " * 600, summarizer=self.name)
+
+
+def test_a_compaction_that_would_not_make_the_conversation_smaller_leaves_it_as_it_is():
+    messages = [system("s"), user("Port the parser."), assistant("On it."),
+                *[m for i in range(8) for m in (user(f"step {i}: " + "go on " * 80), assistant("done " * 100))]]
+    engine = engine_for(context_length=4000, protect_last_n=4, **{"summarizer._target_": f"{__name__}.Wordy"})
+    compaction = engine.compress(Conversation("c", messages, source="t:1", format="openai"))
+    outcome = compaction.outcome
+    assert not outcome.compacted and compaction.messages is messages
+    assert outcome.noop_reason.startswith("compacting would not make it smaller")
+    assert outcome.tokens_after == outcome.tokens_before and outcome.summary.summarizer == "wordy"   # cost kept
 
 
 def test_recompacting_real_sessions_counts_the_messages_and_files_of_both_compactions(tmp_path):
@@ -111,3 +133,24 @@ def test_recompacting_real_sessions_counts_the_messages_and_files_of_both_compac
         carried = read_trail(old).files
         assert second[cid]["quality"]["files_written"]["total"] >= len(carried)   # the earlier trail is probed
         assert new.count("Latest request:") <= 1
+
+
+def test_the_middles_own_task_list_and_latest_request_win_over_the_earlier_summarys():
+    head = [system("s"), user("Port the parser.")]
+    earlier = ("## Goal\n- Latest request: Ship the parser.\n\n## Progress\n### In Progress\n- Write the lexer\n\n"
+               "### Blocked\n- Still failing (git): Rebasing (1/26)\rerror: untracked files would be overwritten\n\n"
+               "## Relevant Files\n- /repo/STATUS.md (read)\n\n## Next Steps\n- Write the parser")
+    first = _as_message(earlier, 30)
+    todo = {"todos": [{"content": "Write the lexer", "status": "completed"},
+                      {"content": "Write the parser", "status": "in_progress"}]}
+    later = [calls(("t", "TodoWrite", todo)), result("t", "ok"),
+             calls(("e", "Edit", {"file_path": "/repo/STATUS.md", "old_string": "a", "new_string": "b"})),
+             result("e", "ok")]
+    text = _summary([first] + later, head, previous=earlier)
+    assert "(earlier)" not in text                         # the newer task list says where each item stands
+    assert "- Write the lexer" in text.split("### Done")[1].split("###")[0]
+    assert "Latest request: Ship the parser." in text      # no user turn since: it is still the latest
+    assert "STATUS.md (read)" not in text and "/repo/STATUS.md (edited)" in text
+    assert "error: untracked files would be overwritten" in text   # a \r inside a quoted line cuts nothing
+    probes = extract_probes(head + [first] + later, range(len(head), len(head) + 1 + len(later)))
+    assert [e.line for e in probes.errors] == ["Rebasing (1/26) error: untracked files would be overwritten"]

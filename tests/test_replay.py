@@ -130,6 +130,8 @@ def test_settings_from_config_take_prices_ttl_and_the_summary_model():
     assert settings.instruction_tokens > 300 and 0 < settings.note_tokens < 60
     assert settings_from_config(_compose("model=gpt-4o")).caching is False    # not a Claude model
     assert settings_from_config(_compose("replay.enabled=false")) is None
+    # the replay bills summaries: a chain without one (observation masking) gets no bill, not a summary's
+    assert settings_from_config(_compose("pipeline=mask_only")) is None
 
 
 @pytest.mark.parametrize("override", ["replay.turn_gap_s=-1", "replay.prefix_tokens=-5", "replay.enabled=maybe",

@@ -9,7 +9,7 @@ from hermes_pipeline.engine.hygiene import hygiene_fires
 from hermes_pipeline.engine.plan import Plan, make_plan
 from hermes_pipeline.stages.base import Draft
 from hermes_pipeline.tool_output import forget_texts
-from hermes_pipeline.transcript import Conversation
+from hermes_pipeline.transcript import Conversation, is_summary_message
 from hermes_pipeline.usage import prompt_tokens
 
 
@@ -20,6 +20,9 @@ def check_chain(stages) -> None:
         order = " -> ".join(getattr(stage, "name", type(stage).__name__) for stage in stages)
         raise ConfigError(f"pipeline.stages out of order ({order}): the order is prune -> summarize -> "
                           "assemble -> cache_mark -> quality (boundaries are planned once, before the stages)")
+
+
+NOTHING_NEW = "nothing new to summarize: the middle is the earlier summary alone"
 
 
 class ContextCompressor(ContextEngine):
@@ -71,6 +74,8 @@ class ContextCompressor(ContextEngine):
         plan = make_plan(conversation.id, messages, counts, self.budgets, self.services.settings)
         if not isinstance(plan, Plan):
             return unchanged(plan)
+        if all(is_summary_message(m) for m in plan.middle):
+            return unchanged(NOTHING_NEW)    # a summary of the summary would only lose what it says
         stats: Counter = Counter()
         if plan.tail_widened:
             stats["tail_widened_for_roles"] = plan.tail_widened

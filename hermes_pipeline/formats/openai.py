@@ -40,7 +40,8 @@ def _openai_part(part: Any) -> dict | None:
 
 def openai_message(message: dict) -> dict:
     """A message read from another format, as the Chat Completions API takes it."""
-    message = public(message)
+    # a message-level cache_control is Anthropic's form; chat messages carry markers only in their parts
+    message = {k: v for k, v in public(message).items() if k != "cache_control"}
     content = message.get("content")
     if not isinstance(content, list):
         return message

@@ -93,7 +93,9 @@ class ExtractiveSummarizer(Summarizer):
         # the run's probes cover the whole conversation (what the tail uses counts as "used later")
         probes = request.probes or extract_probes(messages, range(start, len(messages)), max_errors=None)
         if request.previous_summary:
-            self._carry_previous(request.previous_summary, c, probes)
+            new_turns = any(role(m) == "user" and not is_summary_message(m) for m in request.middle)
+            self._carry_previous(request.previous_summary, c, probes, new_turns,
+                                 self._latest_plan(messages, start) is not None)
         self._goal(request, c)
         self._user_turns(request.middle, c, start)
         statements = self._statements(messages, start, c)
@@ -313,7 +315,7 @@ class ExtractiveSummarizer(Summarizer):
 
     # -- an earlier summary --------------------------------------------------------
 
-    def _carry_previous(self, previous: str, c: Collector, probes) -> None:
+    def _carry_previous(self, previous: str, c: Collector, probes, new_turns: bool, new_plan: bool) -> None:
         """Lines of an earlier summary keep their section and go first (they are older).
 
         A summary in another layout (Claude Code's, pi's) is carried as its opening
@@ -331,18 +333,20 @@ class ExtractiveSummarizer(Summarizer):
             c.carried_files = sorted(p for p in path_tokens(previous) if "/" in p and "." in p.rsplit("/", 1)[-1])
             return
         # its files and errors are written again from the probes, which hold them (quality.extract_probes)
-        in_probes = set(probes.files_written) | {error.line for error in probes.errors}
+        in_probes = set(probes.files_written) | set(probes.files_read) | {error.line for error in probes.errors}
         regenerated = {line for line, names in read_trail(previous).lines.items() if set(names) <= in_probes}
-        for raw in previous.splitlines():
+        for raw in previous.split("\n"):     # not splitlines(): a quoted error line may hold a \r
             line = raw.rstrip()
             if line.strip() in regenerated or _REWRITTEN.match(line.strip()):
                 continue
+            if new_plan and section in ("### In Progress", "## Next Steps") and line.strip() not in SECTIONS:
+                continue     # the middle's own task list is newer: its statuses replace these
             if line.strip() in SECTIONS:
                 section = line.strip()
                 continue
             if not line.strip() or section is None or line.strip() == "- (none)":
                 continue
-            if line.startswith("- Latest request:"):
+            if line.startswith("- Latest request:") and new_turns:
                 line = "- Earlier request:" + line[len("- Latest request:"):]   # the latest is this middle's
             if section in ("### In Progress", "## Next Steps") and not line.lstrip().startswith("- (earlier)"):
                 # plans from last time stay where they were, marked: nothing here says they were done
