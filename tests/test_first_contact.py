@@ -87,8 +87,11 @@ def test_an_unknown_key_fails_naming_the_closest_valid_key(tmp_path, typo, close
 @pytest.mark.parametrize("override, said", [
     ("threshold=0.4", "did you mean compression.threshold (or hygiene.threshold)?"),
     ("model.context_length=16k", "model.context_length='16k' is not an integer (write 16000, not 16k)"),
-    ("compression.threshold=0.4,high", "compression.threshold='high' is not a number"),
-    ("model=claude-opus", "model='claude-opus' is no option of model: one of claude-haiku-4-5, claude-sonnet-4-5"),
+    ("compression.threshold=high", "compression.threshold='high' is not a number"),
+    ("model=claude-opus", "model='claude-opus' is no option of model: one of claude-haiku-4-5, claude-sonnet-4-5, "
+                          "gpt-4.1-mini, gpt-4o\n"),         # no haiku suggested for an opus
+    ("compression.threshold=40%", "compression.threshold='40%' is not a number"),
+    ("model.context_length=16,000", "a list of values is a sweep (hermes-pipeline -m ...)"),
     ("summarizer=antropic", "did you mean anthropic?"),
 ])
 def test_a_wrong_key_or_value_is_said_in_one_line_before_hydra_composes(tmp_path, override, said):

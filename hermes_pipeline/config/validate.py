@@ -135,16 +135,19 @@ _NUMBER_CHECKS = {"int": (re.compile(r"[+-]?\d+"), "an integer"),
                   "float": (re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"), "a number")}
 
 
-def check_override_value(key: str, value: str, f: dataclasses.Field | None) -> None:
+def check_override_value(key: str, value: str, f: dataclasses.Field | None, sweep: bool = False) -> None:
     """A group option that does not exist, or a number that is not one, said in our words before Hydra's."""
-    if not _PLAIN_VALUES.fullmatch(value):
-        return
-    if key in GROUPS:
+    if any(mark in value for mark in ("${", "(", "[", "{")):
+        return         # interpolations, sweep functions, lists: Hydra's own grammar
+    if f is not None and f.type in _NUMBER_CHECKS and "," in value and not sweep:
+        raise ConfigError(f"{key}={value!r}: a list of values is a sweep (hermes-pipeline -m ...); "
+                          "a number is written without separators (16000)")
+    if key in GROUPS and _PLAIN_VALUES.fullmatch(value):
         from hermes_pipeline.config.files import group_options
         options = group_options(key)
         for part in value.split(","):
             if options and part not in options:
-                close = difflib.get_close_matches(part, options, n=1, cutoff=0.5)
+                close = difflib.get_close_matches(part, options, n=1, cutoff=0.8)
                 hint = f"; did you mean {close[0]}?" if close else ""
                 raise ConfigError(f"{key}={part!r} is no option of {key}: one of {', '.join(options)}{hint}")
     elif f is not None and f.type in _NUMBER_CHECKS:
@@ -162,12 +165,14 @@ def check_override_keys(overrides: list[str]) -> None:
     # config folders of one's own may hold more group options than ours
     own_configs = any(o.startswith(("--config-dir", "-cd", "--config-path", "-cp", "hydra.searchpath",
                                     "+hydra.searchpath")) for o in overrides)
+    sweep = any(o in ("-m", "--multirun") or o.startswith(("hydra.mode=MULTIRUN", "+hydra.mode=MULTIRUN"))
+                for o in overrides)
     for override in overrides:
         if "=" in override and not override.startswith(("-", "~")):
             key, value = override.split("=", 1)
             key = key.lstrip("+")
             if not (own_configs and key in GROUPS):
-                check_override_value(key, value, fields.get(key))
+                check_override_value(key, value, fields.get(key), sweep)
     keys = set(known_keys())
     prefixes = {k.rsplit(".", i)[0] for k in keys for i in range(k.count(".") + 1)}
     for override in overrides:
