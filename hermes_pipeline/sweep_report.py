@@ -35,7 +35,7 @@ import yaml
 from hydra.experimental.callback import Callback
 
 log = logging.getLogger(__name__)
-FIGURES = ("conversations", "compacted", "unchanged", "tokens_before", "tokens_after", "quality_score",
+FIGURES = ("status", "conversations", "compacted", "unchanged", "tokens_before", "tokens_after", "quality_score",
            "quality_score_compacted", "kept_share", "replay_cost_usd", "replay_cost_no_compression_usd",
            "replay_cost_no_caching_usd", "replay_cache_write_usd", "replay_cache_hit_rate", "replay_compactions",
            "replay_over_context", "replay_over_context_no_compression",
@@ -94,6 +94,7 @@ def figures_of(summary: dict) -> dict[str, Any]:
     replay = summary.get("replay") or {}
     before, after = summary.get("tokens_before"), summary.get("tokens_after")
     return {
+        "status": summary.get("status"),
         "conversations": summary.get("conversations"),
         "compacted": _get(summary, "statuses.compacted"),
         "unchanged": _get(summary, "statuses.unchanged"),
@@ -168,7 +169,8 @@ def rank(points: list[Point]) -> tuple[list[Point], str, str]:
     least_over = min(map(over, scored), default=0)    # what no setting here avoids (a message alone too long)
     for p in scored:
         p.overflows = over(p) > least_over
-    working = [p for p in scored if not p.overflows]
+    # a run that did not finish read only part of its input: shown, never on the front
+    working = [p for p in scored if not p.overflows and p.figures["status"] in (None, "complete")]
     for p in working:
         p.pareto = not any(q.cost <= p.cost and q.quality >= p.quality and (q.cost < p.cost or q.quality > p.quality)
                            for q in working)
@@ -214,6 +216,11 @@ def _fmt(value, digits: int = 4) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
+def _unfinished(point: Point) -> str:
+    status = point.figures["status"]
+    return f" ({status})" if status not in (None, "complete") else ""
+
+
 def not_comparable(points: list[Point]) -> str | None:
     """A warning when the points did not read the same conversations (run folders of unrelated runs)."""
     inputs = {(p.figures["conversations"], p.figures["tokens_before"]) for p in points}
@@ -241,7 +248,7 @@ def write_markdown(points: list[Point], cost_axis: str, quality_axis: str, path:
     for p in points:
         f = p.figures
         lines.append("| " + " | ".join([
-            "★" if p.pareto else "✗" if p.overflows else "", p.job,
+            "★" if p.pareto else "✗" if p.overflows else "", p.job + _unfinished(p),
             *(f"`{p.overrides[k]}`" if p.overrides.get(k) else "–" for k in varying),
             _fmt(f["conversations"]), _fmt(f["compacted"]),
             f"{_fmt(f['tokens_before'])} → {_fmt(f['tokens_after'])}", _fmt(p.quality),

@@ -277,3 +277,17 @@ def test_the_report_names_every_point_apart_and_shows_only_settings(tmp_path, gr
     md = (tmp_path / "r" / "sweep.md").read_text()
     assert "``" not in md and "quiet" not in md
     assert "| – |" in md                                # a setting a point does not give
+
+
+def test_a_run_that_did_not_finish_is_shown_as_such_and_kept_off_the_front(tmp_path, grid):
+    killed = tmp_path / "killed"
+    shutil.copytree(grid / "3", killed)
+    summary = json.loads((killed / "summary.json").read_text())
+    summary["status"] = "interrupted"
+    (killed / "summary.json").write_text(json.dumps(summary))
+    from hermes_pipeline.sweep_report import write_report
+    written = write_report([grid / "2", killed], tmp_path / "r")
+    rows = {r["job"]: r for r in csv_rows(written["csv"])}
+    assert rows["killed"]["status"] == "interrupted" and rows["killed"]["pareto"] == ""
+    assert rows["2"]["pareto"] == "yes"                  # the only complete point
+    assert "| killed (interrupted) |" in written["md"].read_text()
