@@ -160,7 +160,8 @@ def extract_probes(messages: list[dict], removed_indices: Iterable[int], max_err
             carried = read_trail(message_text(message))    # an earlier summary's trail is the middle's too
             for path, actions in carried.files.items():
                 probes.known_paths.add(path)
-                written.setdefault(path, []).extend(a for a in actions if a not in written.get(path, []))
+                known = written.setdefault(path, [])
+                known += [a for a in actions if a not in known]
                 probes.written_at[path] = index
             for program, line, fixed in carried.errors:
                 position += 1

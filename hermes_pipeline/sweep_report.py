@@ -170,7 +170,7 @@ def rank(points: list[Point]) -> tuple[list[Point], str, str]:
     for p in scored:
         p.overflows = over(p) > least_over
     # a run that did not finish read only part of its input: shown, never on the front
-    working = [p for p in scored if not p.overflows and p.figures["status"] in (None, "complete")]
+    working = [p for p in scored if not p.overflows and not _unfinished(p)]
     for p in working:
         p.pareto = not any(q.cost <= p.cost and q.quality >= p.quality and (q.cost < p.cost or q.quality > p.quality)
                            for q in working)

@@ -90,7 +90,7 @@ class ContextCompressor(ContextEngine):
         output = list(draft.messages)
         summary = draft.summary
         after = self._count_output(messages, counts, output)
-        if after >= before:   # e.g. a middle that is only the earlier summary: the input stays as it is
+        if after >= before:   # a summary longer than what it replaced: the input stays as it is
             return Compaction(messages, Outcome(
                 False, trigger, before, before, self.name, summary, 0,
                 f"compacting would not make it smaller ({before:,} -> {after:,} tokens)"), counts)

@@ -8,7 +8,7 @@ from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import MERGE, Plan
 from hermes_pipeline.stages.base import Draft, Stage
 from hermes_pipeline.transcript import (
-    COMPACTION_NOTE, SUMMARY_END, SUMMARY_PREFIX, is_summary_message, message_text, role, turns, visible_role,
+    COMPACTION_NOTE, SUMMARY_END, SUMMARY_PREFIX, message_text, role, turns, visible_role,
 )
 
 STUB_RESULT = "[Tool result unavailable: it was removed when the conversation was compacted]"
@@ -32,7 +32,7 @@ def messages_summarized(middle) -> int:
     stands for the messages it says it compacted, not for one."""
     total = 0
     for message in middle:
-        found = _EARLIER_COUNT.search(message_text(message)[:400]) if is_summary_message(message) else None
+        found = _EARLIER_COUNT.search(message_text(message)[:400])   # where is_summary_message looks
         total += int(found.group(1)) if found else 1
     return total
 

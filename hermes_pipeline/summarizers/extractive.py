@@ -70,6 +70,11 @@ def _sentence(text: str) -> str:
     return _BULLET.sub("", text).strip()
 
 
+def _note(args: dict) -> str | None:
+    """What a tool call says it is for (pi's `_i`, a `description`...), when it says."""
+    return next((args[k] for k in _NOTE_KEYS if isinstance(args.get(k), str) and args[k].strip()), None)
+
+
 def _alone(sentence: str) -> str:
     """A sentence quoted on its own line: without the closing bracket of an aside that began in the
     sentence before it."""
@@ -92,10 +97,10 @@ class ExtractiveSummarizer(Summarizer):
         start = len(request.head)
         # the run's probes cover the whole conversation (what the tail uses counts as "used later")
         probes = request.probes or extract_probes(messages, range(start, len(messages)), max_errors=None)
+        plan = self._latest_plan(messages, start)
         if request.previous_summary:
             new_turns = any(role(m) == "user" and not is_summary_message(m) for m in request.middle)
-            self._carry_previous(request.previous_summary, c, probes, new_turns,
-                                 self._latest_plan(messages, start) is not None)
+            self._carry_previous(request.previous_summary, c, probes, new_turns, plan is not None)
         self._goal(request, c)
         self._user_turns(request.middle, c, start)
         statements = self._statements(messages, start, c)
@@ -106,7 +111,7 @@ class ExtractiveSummarizer(Summarizer):
         seen = {v: k for m in request.middle if role(m) == "tool" for v, k in amounts(message_text(m))}
         for line in grouped_identifiers({v: k for v, k in seen.items() if v not in probes.identifiers}):
             c.add("## Critical Context", f"- Amounts in tool results: {line}", USEFUL, 1)
-        self._progress(messages, start, statements, probes, c)
+        self._progress(messages, start, statements, probes, plan, c)
         # one line per file when they all fit; otherwise brace groups, so hundreds of files still fit.
         # Files read come last: as many as the budget allows.
         for forms, must_keep in ((("full", "full-read"), ("full", "full-read")), (("full", "compact-read"), ("full",)),
@@ -219,7 +224,7 @@ class ExtractiveSummarizer(Summarizer):
                 continue
             for call, result, _ in paired_results(messages, i):
                 args = call_arguments(call)
-                note = next((args[k] for k in _NOTE_KEYS if isinstance(args.get(k), str) and args[k].strip()), None)
+                note = _note(args)
                 changed = [p for p, a in file_actions(call, result) if a != "read"]
                 if note and changed:
                     notes.setdefault(changed[0], {}).setdefault(normalize(note), i)
@@ -243,8 +248,7 @@ class ExtractiveSummarizer(Summarizer):
     # -- progress ----------------------------------------------------------------
 
     def _progress(self, messages: list[dict], start: int, statements: list[tuple[int, str]], probes,
-                  c: Collector) -> None:
-        plan = self._latest_plan(messages, start)
+                  plan: tuple[list[dict], int] | None, c: Collector) -> None:
         if probes.files_written:
             c.add("### Done", f"- Changed {len(probes.files_written)} file(s), listed under Relevant Files.", KEY,
                   len(messages))   # newest of its rank: dropped last
@@ -295,7 +299,7 @@ class ExtractiveSummarizer(Summarizer):
             c.add("### Done", f"- `{_clip(command, 120)}` -> {status()}", CHATTER, order)
         elif name != "think" and not file_actions(call, result) and not any(k in args for k in _PLAN_KEYS):
             rank = RECENT if _MUTATION.search(name) else CHATTER   # what changed the world outranks look-ups
-            note = next((args[k] for k in _NOTE_KEYS if isinstance(args.get(k), str) and args[k].strip()), None)
+            note = _note(args)
             if note:        # the call says what it is for: that, not its arguments
                 c.add("### Done", f"- {name}: {_clip(note, 120)} -> {status()}", rank, order)
                 return
