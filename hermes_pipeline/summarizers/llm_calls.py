@@ -89,7 +89,7 @@ class LLMCalls:
         self.max_retry_after = float(retry.get("max_retry_after", 120.0))
         self.timeout = float(retry.get("timeout", 120))
         # Jitter scales with the backoff so small test settings stay fast.
-        self._backoff = wait_exponential_jitter(multiplier=self.initial_backoff, max=self.max_backoff,
+        self._backoff = wait_exponential_jitter(initial=self.initial_backoff, max=self.max_backoff,
                                                 jitter=self.initial_backoff)
         self.max_output_tokens = int(max_output_tokens or self.default_max_output_tokens)
         self.breaker_limit = max(1, int((breaker or {}).get("max_failures", 3)))
