@@ -13,7 +13,8 @@ Resolution order:
   3. otherwise the built-in compressor, with a warning, and the manifest's
      `engine_fallback` says why.
 A factory is called as `factory(services, **options)`; an engine written for Hermes
-is run through engine/hermes_abi.py.
+is run through engine/hermes_abi.py; `engine=hermes` is Hermes' own compressor
+(engine/hermes.py).
 """
 from __future__ import annotations
 
@@ -31,11 +32,12 @@ from typing import Callable
 from hermes_pipeline.config import ConfigError
 from hermes_pipeline.engine.base import ContextEngine
 from hermes_pipeline.engine.compressor import ContextCompressor
+from hermes_pipeline.engine.hermes import hermes_compressor
 from hermes_pipeline.engine.hermes_abi import INSTALL, hermes_factory, written_for_hermes
 
 log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "hermes_pipeline.context_engines"
-BUILT_IN = {"compressor": ContextCompressor}
+BUILT_IN = {"compressor": ContextCompressor, "hermes": hermes_compressor}
 _REGISTRY: dict[str, Callable[..., ContextEngine]] = {}
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$")
 
