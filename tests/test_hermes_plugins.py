@@ -30,6 +30,9 @@ class MarkerEngine(ContextEngine):
     def name(self):
         return "marker"
 
+    def on_session_start(self, session_id, **kwargs):
+        self.session = f"session {session_id} in {kwargs['hermes_home'].rsplit('/', 1)[-1]}"
+
     def update_from_response(self, usage):
         self.last_prompt_tokens = usage.get("prompt_tokens", 0)
 
@@ -39,7 +42,7 @@ class MarkerEngine(ContextEngine):
     def compress(self, messages, current_tokens=None, focus_topic=None):
         first = messages[0]["role"]
         seen = f"{MARKER} {len(messages)} messages from {first}, {current_tokens} tokens, context {self.context_length}"
-        return messages + [{"role": "user", "content": seen}]
+        return messages + [{"role": "user", "content": f"{seen}, {self.session}"}]
 
 
 def register(ctx):
@@ -110,7 +113,8 @@ def test_a_hermes_plugin_registering_an_instance_is_used_when_named_and_only_the
         # Hermes' interface: the OpenAI message list, system prompt first; our count; the run's context
         assert after["messages"][:-1] == before["messages"]
         assert after["messages"][-1]["content"] == (
-            f"{MARKER} {len(before['messages'])} messages from system, {row['tokens_before']} tokens, context 4000")
+            f"{MARKER} {len(before['messages'])} messages from system, {row['tokens_before']} tokens, context 4000, "
+            f"session {before['id']} in {run_dir.name}")      # the session hook: its id, the run folder for files
         assert row["messages_after"] == row["messages_before"] + 1
         assert row["quality"]["score"] == 1.0 and row["stats"]["messages_removed"] == 0
 

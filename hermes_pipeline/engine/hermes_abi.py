@@ -178,6 +178,7 @@ class HermesEngine(ContextEngine):
                 context_length=self.services.budgets.context_length, conversation_id=conversation.id)
         trigger, why_not = self.trigger_for(engine, conversation, before)
         if trigger == "none":
+            _notify(engine.on_session_end, conversation.id, messages)
             return Compaction(messages, Outcome(False, trigger, before, before, self.name, noop_reason=why_not), counts)
         output = engine.compress(copy.deepcopy(messages),
                                  **supported_kwargs(engine.compress, current_tokens=before, focus_topic=None,
