@@ -74,7 +74,7 @@ def build_engine(cfg: DictConfig, summarizer: Summarizer, policy: CachingPolicy,
         budgets=budgets_from_config(cfg), settings=settings_from_config(cfg),
         tools=StageTools(summarizer, TokenCounter(cfg.model.tokenizer), policy if policy.enabled else None),
         stages=stages, enabled=bool(cfg.compression.enabled), hygiene_min_messages=int(cfg.hygiene.min_messages),
-        store_dir=store_dir)
+        store_dir=store_dir, model_name=str(cfg.model.name))
     resolved = resolve_engine(str(cfg.context.engine), plugin_search_dirs(cfg))
     options = OmegaConf.to_container(cfg.context.options, resolve=True) if resolved.fallback is None else {}
     try:

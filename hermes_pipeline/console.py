@@ -21,6 +21,7 @@ Common commands:
   hermes-pipeline input=... model.context_length=32000 compression.threshold=0.4
   hermes-pipeline input=... summarizer=anthropic      Claude summaries (ANTHROPIC_API_KEY)
   hermes-pipeline input=... engine=lcm                lossless: removed turns kept in a searchable store
+  hermes-pipeline input=... engine=hermes             the Hermes agent's own compressor (the [hermes] extra)
   hermes-pipeline -m input=... compression.threshold=0.3,0.5 prompt_caching.cache_ttl=5m,1h   a sweep
   hermes-pipeline --cfg job                           print the composed config
   hermes-pipeline -v input=...                        debug logs (per-request HTTP lines included)

@@ -101,7 +101,8 @@ class PromptCachingConfig:
 
 @dataclass
 class ContextConfig:
-    engine: str = opt("compressor", "context engine by name: compressor (built in), lcm, or a plugin")
+    engine: str = opt("compressor", "context engine by name: compressor (built in), hermes (the Hermes agent's "
+                                    "own compressor: the [hermes] extra), lcm, or a plugin (ours or Hermes')")
     options: Dict[str, Any] = opt({}, "the engine's own options (each engine gets only this node)")
 
 
@@ -113,8 +114,8 @@ class LCMConfig:
 
 @dataclass
 class PluginsConfig:
-    dirs: List[str] = opt([], "more folders to search for plugins/context_engine/<name>/ (after the working "
-                              "directory)")
+    dirs: List[str] = opt([], "more folders to search for plugins/context_engine/<name>/ or a Hermes user plugin "
+                              "plugins/<name>/ with a plugin.yaml (after the working directory)")
 
 
 @dataclass

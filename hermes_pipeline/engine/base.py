@@ -58,6 +58,7 @@ class EngineServices:
     enabled: bool = True             # compression.enabled
     hygiene_min_messages: int = 4
     store_dir: Path = Path(".")      # where an engine may keep files (the run folder or output.dir)
+    model_name: str = ""             # model.name: what an engine written for Hermes is told it runs on
 
 
 class ContextEngine(ABC):

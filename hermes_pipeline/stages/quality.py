@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import Plan
-from hermes_pipeline.quality import MAX_ERRORS, score
+from hermes_pipeline.quality import MAX_ERRORS, Probes, score
 from hermes_pipeline.stages.base import Draft, Stage, probes_of
 
 MISSED_SHOWN = 20    # missed items listed per kind in a manifest row (the counts are always whole)
@@ -24,6 +24,11 @@ class QualityStage(Stage):
 
     def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
         probes = probes_of(draft, plan)
-        result = score(replace(probes, errors=probes.errors[-MAX_ERRORS:]), list(draft.messages))
-        result["missed"] = {kind: items[:MISSED_SHOWN] for kind, items in result["missed"].items()}
-        return draft.but(probes=probes, quality=result)
+        return draft.but(probes=probes, quality=rate(probes, draft.messages))
+
+
+def rate(probes: Probes, compacted_messages) -> dict:
+    """The manifest's `quality`: the score of the last errors and every other probe, misses clipped."""
+    result = score(replace(probes, errors=probes.errors[-MAX_ERRORS:]), list(compacted_messages))
+    result["missed"] = {kind: items[:MISSED_SHOWN] for kind, items in result["missed"].items()}
+    return result

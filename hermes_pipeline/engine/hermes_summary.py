@@ -1,0 +1,163 @@
+"""engine=hermes: who answers the summary request of Hermes' compressor.
+
+In the agent, Hermes' compressor sends one request per compaction,
+`call_llm(task="compression", messages=[its prompt])`, through Hermes' own
+provider router (which reads ~/.hermes and creates folders there). In a run the
+request goes to this run's summarizer instead:
+- an LLM summarizer (summarizer=anthropic|openai): Hermes' prompt, as it is, to the
+  run's endpoint and model (auxiliary.compression.base_url / .model, the key from the
+  summarizer's environment variable), with its retry settings and request cache. A
+  request that still fails is answered by the embedded summarizer, and the row says
+  why (`fallback`); 401/403/no credit stops the run, as with our own compressor.
+- any other summarizer (the default, embedded one: no key, no endpoint) writes the
+  summary of the same middle in-process, from the messages as they were before
+  Hermes pruned them (it reads tool outputs, as it does for our compressor).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import replace
+
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from hermes_pipeline.stages.summarize import embedded_fallback
+from hermes_pipeline.summarizers.base import Summarizer, SummarizerFatalError, SummaryRequest, SummaryResult
+from hermes_pipeline.summarizers.cache import request_key
+from hermes_pipeline.summarizers.llm_calls import Tally
+from hermes_pipeline.summarizers.llm_errors import BadReply, CircuitOpen, classify, describe, retry_after
+from hermes_pipeline.summarizers.redact import REDACTED, redact_secrets
+from hermes_pipeline.usage import reported
+
+log = logging.getLogger(__name__)
+LLM_PROVIDERS = ("anthropic", "openai")
+
+
+class SummarizerAnswer:
+    """The run's summarizer writes the summary of the middle itself."""
+
+    def __init__(self, summarizer: Summarizer):
+        self.summarizer = summarizer
+
+    def answer(self, request: SummaryRequest, prompt: list[dict]) -> SummaryResult:
+        return self.summarizer.summarize(request)
+
+
+class EndpointAnswer:
+    """Hermes' prompt, unchanged, to the endpoint and model of the run's LLM summarizer."""
+
+    def __init__(self, summarizer: Summarizer):
+        s = summarizer
+        self.provider, self.base_url, self.model, self.label = s.provider, s.base_url, s.model, s.label
+        self.key_env, self.timeout, self.attempts = s.key_env, s.timeout, s.attempts
+        self.max_output_tokens, self.max_retry_after = s.max_output_tokens, s.max_retry_after
+        self.stop_on_auth_error, self.cache = s.stop_on_auth_error, s.cache
+        self.breaker_limit = s.breaker_limit
+        self._backoff = wait_exponential_jitter(initial=s.initial_backoff, max=s.max_backoff, jitter=s.initial_backoff)
+        self._lock = threading.Lock()
+        self._client = None
+        self._down_in_a_row = 0     # requests that found the endpoint down, in a row: at the limit, no more
+
+    def _sdk(self):
+        if self.provider == "anthropic":
+            import anthropic
+            return anthropic
+        import openai
+        return openai
+
+    def _get_client(self):
+        with self._lock:
+            if self._client is None:
+                sdk = self._sdk()
+                make = sdk.Anthropic if self.provider == "anthropic" else sdk.OpenAI
+                self._client = make(api_key=os.environ.get(self.key_env) or "not-needed", base_url=self.base_url,
+                                    max_retries=0, timeout=self.timeout)   # tenacity retries, and counts them
+            return self._client
+
+    def _kind(self, error: BaseException) -> str:
+        sdk = self._sdk()
+        return classify(error, sdk.APIStatusError, sdk.APIConnectionError)
+
+    def _describe(self, error: BaseException) -> str:
+        text = describe(error)
+        key = os.environ.get(self.key_env)
+        return redact_secrets(text.replace(key, REDACTED) if key and len(key) >= 4 else text)[:400]
+
+    def _endpoint_down(self, error: BaseException) -> bool:
+        """No answer, a 5xx, or a wrong path or model (404/405): every later request would fail too."""
+        status = getattr(error, "status_code", 0) or 0
+        return isinstance(error, self._sdk().APIConnectionError) or status >= 500 or status in (404, 405)
+
+    def _attempt(self, prompt: list[dict], tally: Tally) -> str:
+        if self._down_in_a_row >= self.breaker_limit:
+            raise CircuitOpen(f"{self.label}: circuit open after {self._down_in_a_row} failed requests in a row; "
+                              "the endpoint is not called again in this run")
+        try:
+            text = self._send(prompt, tally)
+        except Exception as error:
+            if self._endpoint_down(error):
+                self._down_in_a_row += 1
+                if self._down_in_a_row == self.breaker_limit:
+                    log.error("%s: %d failed requests in a row (%s); the endpoint is not called again in this run",
+                              self.label, self._down_in_a_row, self._describe(error))
+            raise
+        self._down_in_a_row = 0
+        return text
+
+    def _send(self, prompt: list[dict], tally: Tally) -> str:
+        tally.calls += 1
+        client = self._get_client()
+        if self.provider == "anthropic":   # the Messages API needs max_tokens: the summary is never cut
+            response = client.messages.create(model=self.model, max_tokens=self.max_output_tokens, messages=prompt)
+            text = "".join(getattr(b, "text", "") for b in response.content if getattr(b, "type", "") == "text")
+        else:                              # Hermes sends chat completions without max_tokens
+            response = client.chat.completions.create(model=self.model, messages=prompt)
+            text = (response.choices[0].message.content or "") if response.choices else ""
+        tally.add(reported(response.usage))
+        if not text.strip():
+            raise BadReply("empty reply")
+        return text
+
+    def _wait(self, state) -> float:
+        asked = retry_after(state.outcome.exception())
+        return min(asked, self.max_retry_after) if asked is not None else self._backoff(state)
+
+    def _complete(self, prompt: list[dict], tally: Tally) -> tuple[str, bool]:
+        key = request_key(f"hermes-prompt:{self.provider}@{self.base_url or 'default'}", self.model, prompt)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit["text"], True
+
+        def count_retry(state):
+            tally.retries += 1
+        for attempt in Retrying(stop=stop_after_attempt(self.attempts), wait=self._wait, reraise=True,
+                                retry=retry_if_exception(lambda e: self._kind(e) == "retry"),
+                                before_sleep=count_retry):
+            with attempt:
+                text = self._attempt(prompt, tally)
+        self.cache.put(key, {"text": text})
+        return text, False
+
+    def answer(self, request: SummaryRequest, prompt: list[dict]) -> SummaryResult:
+        tally = Tally(conversation=str(request.conversation_id))
+        try:
+            text, cached = self._complete(prompt, tally)
+        except Exception as error:
+            kind, why = self._kind(error), self._describe(error)
+            if kind == "fatal" and self.stop_on_auth_error:
+                raise SummarizerFatalError(f"{self.label}: the provider refused the credentials or quota ({why}); "
+                                           f"check {self.key_env} and the account") from None
+            log.log(logging.DEBUG if isinstance(error, CircuitOpen) else logging.WARNING,   # said once, when it opened
+                    "%s: Hermes' summary request failed (%s); the embedded summarizer answers",
+                    request.conversation_id, why)
+            result = embedded_fallback(request, f"{self.label}: {why}; used the embedded extractive summary", None)
+            return replace(result, usage=tally.usage, calls=tally.calls, retries=tally.retries)
+        return SummaryResult(text=text, summarizer=self.label, usage=tally.usage, calls=tally.calls,
+                             retries=tally.retries, cached=cached)
+
+
+def summary_answer(summarizer: Summarizer) -> SummarizerAnswer | EndpointAnswer:
+    if getattr(summarizer, "provider", None) in LLM_PROVIDERS:
+        return EndpointAnswer(summarizer)
+    return SummarizerAnswer(summarizer)
