@@ -79,7 +79,7 @@ def problem_row(source: str, status: str, reason: str, conversation_id: str | No
 class RunTotals:
     statuses: Counter = field(default_factory=Counter)
     triggers: Counter = field(default_factory=Counter)
-    fallbacks: int = 0          # the embedded summarizer stood in for the configured one
+    fallbacks: int = 0          # compacted with the embedded summary standing in for the configured one
     split_merged: int = 0       # the model summarized the middle in parts
     tokens_before: int = 0
     tokens_after: int = 0
@@ -105,10 +105,10 @@ class RunTotals:
         self.statuses[row["status"]] += 1
         self.triggers[row["trigger"]] += 1
         if row["fallback"]:
-            if row["summarizer"] == "extractive":
-                self.fallbacks += 1
-            else:
+            if row["summarizer"] != "extractive":
                 self.split_merged += 1
+            elif row["status"] == "compacted":   # of the compacted ones: the share exit 4 is about
+                self.fallbacks += 1
         self.tokens_before += row["tokens_before"] or 0
         self.tokens_after += row["tokens_after"] or 0
         self.summary_tokens += row["summary_tokens"] or 0
