@@ -85,7 +85,8 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
         for part in (built.runner, built.engine, built.summarizer):
             part.close()
         folder.close()
-        folder.write_summary({"status": "stopped", "stopped": str(error), "exit_code": code, "conversations": 0})
+        folder.write_summary({"status": "stopped", "stopped": str(error), "exit_code": code, "exit_reason": str(error),
+                              "conversations": 0})
         return code
     if tree.moved_note:
         print(f"hermes-pipeline: warning: {tree.moved_note}", file=sys.stderr)
