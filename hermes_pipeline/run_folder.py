@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hermes_pipeline import dry_run
 from hermes_pipeline.config import ConfigError
 from hermes_pipeline.engine.base import Outcome
 from hermes_pipeline.jsonl import JsonlLog, Rejected
@@ -60,6 +61,7 @@ def conversation_row(conversation: Conversation, messages_after: int, outcome: O
         "repairs": conversation.notes,
         "error": None,
         "seconds": round(seconds, 4),
+        **({"dry_run": summary.estimate} if summary and summary.estimate is not None else {}),
         **outcome.extra,
     }
 
@@ -100,6 +102,7 @@ class RunTotals:
     quarantined_earlier: int = 0    # records an earlier run quarantined, unchanged and still in the input
     replay: ReplayTotals = field(default_factory=ReplayTotals)
     quality: "QualityTotals" = field(default_factory=lambda: QualityTotals())
+    would: dry_run.Totals = field(default_factory=dry_run.Totals)     # dry_run=true: what a run would do
 
     def add(self, row: dict) -> None:
         self.statuses[row["status"]] += 1
@@ -117,6 +120,7 @@ class RunTotals:
         self.usage.update({k: v for k, v in row["usage"].items() if isinstance(v, int)})
         self.replay.add(row.get("replay"))
         self.quality.add(row.get("quality"))
+        self.would.add(row.get("dry_run"))
 
     @property
     def status(self) -> str:
