@@ -86,6 +86,14 @@ def in_full(message: dict, indent: str = "        ", max_lines: int | None = Non
     return "\n".join(out)
 
 
+def stdout_to_devnull() -> None:
+    """After a reader went away (`| head`): Python flushes stdout again at exit, into the closed pipe,
+    which would print a traceback."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def pretty_json(value: Any) -> str:
     """A record as it was read, over several lines (valid JSON: jq reads it)."""
     return json.dumps(value, ensure_ascii=False, indent=2)

@@ -19,14 +19,13 @@ Exit status: 0 found, 1 nothing found (grep), an unknown id or nothing to show, 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sqlite3
 import sys
 
 from hermes_pipeline.engine.lcm.browse import Browser, as_read, message_where, pointers_of, span_messages
 from hermes_pipeline.engine.lcm.store import LCMStore
-from hermes_pipeline.render import in_full, one_line, pretty_json, style_for, width_of
+from hermes_pipeline.render import in_full, one_line, pretty_json, stdout_to_devnull, style_for, width_of
 from hermes_pipeline.transcript import is_summary_message, message_text
 
 SHORT = 12          # hex digits of a pointer shown to people (any unique 8+ resolve)
@@ -194,21 +193,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"hermes-pipeline-lcm: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:       # the reader went away (`| head -1`): it had what it wanted
-        _stdout_to_devnull()
+        stdout_to_devnull()
         return 0
     finally:
         try:
             out.stream.flush()
         except BrokenPipeError:
-            _stdout_to_devnull()
+            stdout_to_devnull()
         store.close()
-
-
-def _stdout_to_devnull() -> None:
-    """Python flushes stdout again at exit: into a closed pipe that would print a traceback."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
 
 
 def run() -> None:
