@@ -31,8 +31,9 @@ agents: $(AGENTS)
 run: venv
 	$(BIN)/hermes-pipeline input=samples $(RUN_ARGS)
 
+# -rs: the summary lists each skipped test and why (e.g. the shared corpus is not beside the clone)
 test: venv agents
-	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 -rs $(PYTEST_ARGS)
 
 # The LLM summarizer figures first; run_all last: its report (bench-data/bench-report.md) ends the output.
 bench: venv

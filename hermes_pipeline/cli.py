@@ -25,6 +25,8 @@ CONF_DIR = str(config_dir())
 NOISY_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2", "anthropic", "openai")   # a line per request, unless -v
 log = logging.getLogger("hermes_pipeline")
 _exit_codes: list[int] = []
+DRY_RUN_LINE = ("Dry run: no model is called and no transcript is written; the manifest and summary.json say "
+                "what a run would do (dry_run: LLM calls, tokens, estimated cost)")
 
 
 _signals: list[str] = []      # the signals that stopped this run, by name
@@ -60,7 +62,8 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     _stop_on_signals(stop)
     try:
         output_dir = components.output_dir(cfg)
-        built = components.build(cfg, store_dir=output_dir or run_dir)
+        dry = components.dry_run_enabled(cfg)
+        built = components.build(cfg, store_dir=(None if dry else output_dir) or run_dir)
         inputs = resolve_inputs(str(cfg.input.path), exclude=[p for p in (run_dir, output_dir) if p],
                                 output_dir=output_dir)
         replay = replay_settings(cfg)
@@ -74,7 +77,11 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
                  sum(f.path.stat().st_size for f in inputs) / 1e6, built.resolved.name,
                  getattr(built.summarizer, "name", "?"),
                  (built.runner.describe() or getattr(built.runner, "name", "?")).removeprefix("runner: "),
-                 output_dir or f"{run_dir}/transcripts", ", incremental" if cfg.incremental.enabled else "")
+                 "none (dry run)" if dry else output_dir or f"{run_dir}/transcripts",
+                 ", incremental" if cfg.incremental.enabled and not dry else "")
+    if dry and (output_dir or cfg.incremental.enabled):
+        run_log.warning("dry run: output.dir and incremental are not used: every input is planned as by a "
+                        "first run, nothing is written or locked there")
     try:
         tree = components.output_tree(cfg, run_dir)
     except (OutputLocked, ConfigError) as error:    # said in summary.json too: the folder is not a crashed run
@@ -85,13 +92,14 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
         for part in (built.runner, built.engine, built.summarizer):
             part.close()
         folder.close()
-        folder.write_summary({"status": "stopped", "stopped": str(error), "exit_code": code, "conversations": 0})
+        folder.write_summary({"status": "stopped", "stopped": str(error), "exit_code": code, "exit_reason": str(error),
+                              "conversations": 0})
         return code
     if tree.moved_note:
         print(f"hermes-pipeline: warning: {tree.moved_note}", file=sys.stderr)
     if not cfg.quiet:
-        _to_stdout(lambda: [print(line, flush=True) for line in (built.caching.status_line(), built.runner.describe())
-                            if line])
+        _to_stdout(lambda: [print(line, flush=True) for line in (built.caching.status_line(), built.runner.describe(),
+                                                                 DRY_RUN_LINE if dry else None) if line])
     options = RunOptions(input_format=str(cfg.input.format), output_format=str(cfg.output.format),
                          max_record_bytes=int(cfg.input.max_record_bytes),
                          progress="none" if cfg.quiet else str(cfg.progress),
@@ -116,6 +124,8 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     if totals.interrupted:
         summary["stopped"] = f"interrupted by {' then '.join(dict.fromkeys(_signals)) or 'a signal'}"
     code, why = exit_code(summary, getattr(built.summarizer, "max_fallback_share", None), run_dir)
+    if dry:
+        summary["dry_run"] = totals.would.to_dict(summary["tokens_before"], summary["tokens_after"])
     summary["exit_code"], summary["exit_reason"] = code, why
     folder.write_summary(summary)
     statuses = ", ".join(f"{n} {status}" for status, n in summary["statuses"].items() if n) or "none"

@@ -14,6 +14,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from hermes_pipeline.config import ConfigError, validate
+from hermes_pipeline.dry_run import dry_run_summarizer
 from hermes_pipeline.engine.base import ContextEngine, EngineServices, StageTools
 from hermes_pipeline.engine.plan import Budgets, Settings, compute_budgets
 from hermes_pipeline.engine.plugins import Resolved, resolve_engine
@@ -59,8 +60,14 @@ def build_summarizer(cfg: DictConfig) -> Summarizer:
     summarizer = _instantiate(cfg.summarizer, "summarizer",
                               model_cfg=OmegaConf.to_container(cfg.model, resolve=True),
                               aux_cfg=OmegaConf.to_container(cfg.auxiliary.compression, resolve=True))
+    if dry_run_enabled(cfg):     # the embedded summarizer writes; the configured one is only priced
+        return dry_run_summarizer(cfg, summarizer)
     summarizer.check()   # a missing key or a wrong-provider model fails here, before any file is read
     return summarizer
+
+
+def dry_run_enabled(cfg: DictConfig) -> bool:
+    return bool(OmegaConf.select(cfg, "dry_run", default=False))
 
 
 def plugin_search_dirs(cfg: DictConfig) -> list[Path]:
@@ -77,6 +84,8 @@ def build_engine(cfg: DictConfig, summarizer: Summarizer, policy: CachingPolicy,
         store_dir=store_dir, model_name=str(cfg.model.name))
     resolved = resolve_engine(str(cfg.context.engine), plugin_search_dirs(cfg))
     options = OmegaConf.to_container(cfg.context.options, resolve=True) if resolved.fallback is None else {}
+    if dry_run_enabled(cfg) and options.get("store"):
+        options["store"] = None      # a dry run writes nothing outside its run folder (the lcm store included)
     try:
         engine = resolved.factory(services, **options)
     except TypeError as error:   # an option the engine doesn't take
@@ -111,6 +120,8 @@ def output_dir(cfg: DictConfig) -> Path | None:
 
 def output_tree(cfg: DictConfig, run_dir: Path) -> OutputTree:
     """Where this run writes (a persistent tree is locked first: raises OutputLocked)."""
+    if dry_run_enabled(cfg):
+        return OutputTree.nowhere()
     folder = output_dir(cfg)
     if folder is None:
         return OutputTree.in_run_folder(run_dir)

@@ -134,6 +134,10 @@ def table_rows(summary: dict) -> list[tuple[str, str]]:
     if removed.get("files"):
         fate = "outputs deleted" if removed.get("outputs_deleted") else "outputs kept"
         rows.append((f"inputs gone ({fate})", str(len(removed["files"]))))
+    would = summary.get("dry_run")
+    if would:      # what a run would do: its summary calls and what they would cost
+        rows += [("dry run: LLM calls", f"{would['llm_calls']:,}"),
+                 ("dry run: summaries $", f"{would['cost_usd']:.4f}" + (" (batch)" if would["batch"] else ""))]
     rows += [("wall seconds", str(summary["wall_seconds"])), ("MB/s", str(summary["mb_per_second"]))]
     return rows
 

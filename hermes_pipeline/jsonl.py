@@ -151,6 +151,13 @@ def _without_bom(raw: bytes) -> bytes:
     return raw[len(BOM):] if raw.startswith(BOM) else raw
 
 
+def _at_column(error: json.JSONDecodeError) -> str:
+    """The stdlib's message and column, read as one sentence: some of its messages end in "at"
+    ("Unterminated string starting at"), which must not become "at at column"."""
+    where = "" if error.msg.endswith(" at") else " at"
+    return f"{error.msg}{where} column {error.colno}"
+
+
 def parse_line(path: str, line_no: int, raw: bytes, span: tuple[int, int] | None = None) -> Record | Rejected | None:
     """Parse one JSONL line; None for a blank line."""
     data = _without_bom(raw)      # line 1 usually; any line of files joined with cat
@@ -170,8 +177,7 @@ def parse_line(path: str, line_no: int, raw: bytes, span: tuple[int, int] | None
         try:
             value = json.loads(text)
         except json.JSONDecodeError as error:
-            where = "" if " at " in error.msg else " at"      # the stdlib's own messages may already say "at"
-            return Rejected(path, line_no, f"malformed JSON: {error.msg}{where} column {error.colno}", raw, span)
+            return Rejected(path, line_no, f"malformed JSON: {_at_column(error)}", raw, span)
         except RecursionError:
             return Rejected(path, line_no, "malformed JSON: nested too deeply", raw, span)
         repairs.append(f"parsed with the standard json module ({_stdlib_note(value)}; orjson: {orjson_error})")

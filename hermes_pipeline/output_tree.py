@@ -38,15 +38,39 @@ class FileSink:
         return None
 
 
+class CountingSink:
+    """A dry run's output file: its size is counted, nothing is written."""
+
+    def __init__(self):
+        self.writer = self          # FileSink's interface: the run loop may abort it
+        self.written = self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self.size += len(data)
+        self.written += 1
+
+    def finish(self, complete: bool) -> int | None:
+        return self.size if self.written else None
+
+    def abort(self) -> None:
+        self.size = 0
+
+
 class OutputTree:
     def __init__(self, root: Path, persistent: bool, state: IncrementalState | None = None,
-                 lock: OutputLock | None = None, moved_note: str | None = None):
+                 lock: OutputLock | None = None, moved_note: str | None = None, dry: bool = False):
         self.root, self.persistent, self.state, self.lock = root, persistent, state, lock
+        self.dry = dry                    # a dry run: nothing written
         self.moved_note = moved_note      # the tree mirrored another input until this run
 
     @classmethod
     def in_run_folder(cls, run_dir: Path) -> "OutputTree":
         return cls(run_dir / "transcripts", persistent=False)
+
+    @classmethod
+    def nowhere(cls) -> "OutputTree":
+        """dry_run=true: outputs are counted, not written."""
+        return cls(Path("/dev/null"), persistent=False, dry=True)
 
     @classmethod
     def persistent_tree(cls, root: Path, run_dir: Path, incremental: bool, config_fp: str,
@@ -110,8 +134,8 @@ class OutputTree:
     def path_for(self, relative: Path) -> Path:
         return self.root / relative
 
-    def sink(self, relative: Path) -> FileSink:
-        return FileSink(self.path_for(relative), keep_partial=not self.persistent)
+    def sink(self, relative: Path) -> FileSink | CountingSink:
+        return CountingSink() if self.dry else FileSink(self.path_for(relative), keep_partial=not self.persistent)
 
     def removed_files(self, current: set[str], prune: bool) -> tuple[list[str], int]:
         """Files the tree has output for but the input no longer has (deleted with prune)."""

@@ -28,11 +28,15 @@ def repair_tool_pairing(conversation: Conversation) -> Conversation:
     copy comes back, with what was done in its notes and stats.
     """
     out: list[dict] = []
+    lines: list[int] = []      # each message's input line, kept in step (an added one: its neighbour's)
+    known = conversation.message_lines
     stubs = placeholders = 0
     for turn in turns(conversation.messages):
         owner = turn.message
+        line = known[turn.index] if known else 0
         if owner is not None:
             out.append(owner)
+            lines.append(line)
         if not turn.rows and not turn.calls:
             continue
         extra_calls = [_placeholder_call(row) for row, matched in zip(turn.rows, turn.matched) if not matched]
@@ -42,9 +46,13 @@ def repair_tool_pairing(conversation: Conversation) -> Conversation:
                 out[-1] = {**owner, "tool_calls": [*tool_calls(owner), *extra_calls]}
             else:   # results after a user message, or with nothing before them
                 out.append({"role": "assistant", "content": None, "tool_calls": extra_calls})
+                lines.append(line)
+        first_row = turn.index + (owner is not None)
         out.extend(turn.rows)
+        lines.extend(known[first_row:first_row + len(turn.rows)] if known else [0] * len(turn.rows))
         for call in turn.unanswered:
             out.append({"role": "tool", "tool_call_id": call.get("id"), "content": STUB_RESULT})
+            lines.append(line)
             stubs += 1
     if not stubs and not placeholders:
         return conversation
@@ -55,4 +63,4 @@ def repair_tool_pairing(conversation: Conversation) -> Conversation:
     if placeholders:
         notes.append(f"added {placeholders} placeholder call(s) for tool results that had none")
         stats["input_placeholder_calls_added"] = placeholders
-    return replace(conversation, messages=out, notes=notes, stats=stats)
+    return replace(conversation, messages=out, notes=notes, stats=stats, message_lines=lines if known else None)

@@ -34,14 +34,19 @@ def _fixed_texts(tokenizer: str) -> tuple[int, int]:
     return counter.count_text(INSTRUCTIONS), counter.count_text(COMPACTION_NOTE)
 
 
-def summary_prices(cfg, model_name: str | None = None) -> Prices:
-    """Prices of the summary model (`model_name`, else auxiliary.compression.model) from its
-    conf/model/ file; the run's model prices when there is none."""
+def summary_model_config(cfg, model_name: str | None = None):
+    """The summary model's config (`model_name`, else auxiliary.compression.model): its conf/model/
+    file, or the run's model when there is none."""
     name = model_name or OmegaConf.select(cfg, "auxiliary.compression.model")
     path = config_dir() / "model" / f"{name}.yaml" if name else None
     if path is not None and path.is_file():
-        return Prices.of(OmegaConf.load(path).get("prices") or {})
-    return Prices.of(cfg.model.prices)
+        return OmegaConf.merge({"prices": {}}, OmegaConf.load(path))
+    return cfg.model
+
+
+def summary_prices(cfg, model_name: str | None = None) -> Prices:
+    """Prices of the summary model (see summary_model_config)."""
+    return Prices.of(summary_model_config(cfg, model_name).get("prices") or {})
 
 
 def summarizes(cfg) -> bool:

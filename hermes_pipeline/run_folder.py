@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hermes_pipeline import dry_run
 from hermes_pipeline.config import ConfigError
 from hermes_pipeline.engine.base import Outcome
 from hermes_pipeline.jsonl import JsonlLog, Rejected
@@ -60,6 +61,7 @@ def conversation_row(conversation: Conversation, messages_after: int, outcome: O
         "repairs": conversation.notes,
         "error": None,
         "seconds": round(seconds, 4),
+        **({"dry_run": summary.estimate} if summary and summary.estimate is not None else {}),
         **outcome.extra,
     }
 
@@ -79,7 +81,7 @@ def problem_row(source: str, status: str, reason: str, conversation_id: str | No
 class RunTotals:
     statuses: Counter = field(default_factory=Counter)
     triggers: Counter = field(default_factory=Counter)
-    fallbacks: int = 0          # the embedded summarizer stood in for the configured one
+    fallbacks: int = 0          # compacted with the embedded summary standing in for the configured one
     split_merged: int = 0       # the model summarized the middle in parts
     tokens_before: int = 0
     tokens_after: int = 0
@@ -100,15 +102,16 @@ class RunTotals:
     quarantined_earlier: int = 0    # records an earlier run quarantined, unchanged and still in the input
     replay: ReplayTotals = field(default_factory=ReplayTotals)
     quality: "QualityTotals" = field(default_factory=lambda: QualityTotals())
+    would: dry_run.Totals = field(default_factory=dry_run.Totals)     # dry_run=true: what a run would do
 
     def add(self, row: dict) -> None:
         self.statuses[row["status"]] += 1
         self.triggers[row["trigger"]] += 1
         if row["fallback"]:
-            if row["summarizer"] == "extractive":
-                self.fallbacks += 1
-            else:
+            if row["summarizer"] != "extractive":
                 self.split_merged += 1
+            elif row["status"] == "compacted":   # of the compacted ones: the share exit 4 is about
+                self.fallbacks += 1
         self.tokens_before += row["tokens_before"] or 0
         self.tokens_after += row["tokens_after"] or 0
         self.summary_tokens += row["summary_tokens"] or 0
@@ -117,6 +120,7 @@ class RunTotals:
         self.usage.update({k: v for k, v in row["usage"].items() if isinstance(v, int)})
         self.replay.add(row.get("replay"))
         self.quality.add(row.get("quality"))
+        self.would.add(row.get("dry_run"))
 
     @property
     def status(self) -> str:

@@ -34,6 +34,8 @@ from typing import Any
 import yaml
 from hydra.experimental.callback import Callback
 
+from hermes_pipeline.sweep_plot import write_png
+
 log = logging.getLogger(__name__)
 FIGURES = ("status", "conversations", "compacted", "unchanged", "tokens_before", "tokens_after", "quality_score",
            "quality_score_compacted", "kept_share", "replay_cost_usd", "replay_cost_no_compression_usd",
@@ -304,41 +306,6 @@ def over_context_note(points: list[Point]) -> list[str]:
     return lines
 
 
-def write_png(points: list[Point], cost_axis: str, quality_axis: str, path: Path, title: str) -> bool:
-    scored = [p for p in points if p.cost is not None and p.quality is not None]
-    if not scored:
-        return False
-    import matplotlib
-    matplotlib.use("Agg")          # files only, no display
-    import matplotlib.pyplot as plt
-    varying, _ = override_keys(points)
-    fig, ax = plt.subplots(figsize=(10, 5.5), dpi=110)
-    fig.subplots_adjust(left=0.09, right=0.62, bottom=0.11, top=0.92)
-    for p in scored:
-        style = {"marker": "x"} if p.overflows else {"marker": "o", "edgecolors": "black" if p.pareto else "none"}
-        ax.scatter(p.cost, p.quality, s=60 if p.pareto else 35, color="tab:red" if p.pareto else "tab:blue",
-                   zorder=3, **style)   # an "x" has no edge to colour
-        ax.annotate(p.job, (p.cost, p.quality), textcoords="offset points", xytext=(5, 4), fontsize=8)
-    # the key: what each numbered dot is, beside the plot (long labels would overlap on it)
-    key = [f"{'*' if p.pareto else 'x' if p.overflows else ' '}{p.job:>3}: " + "  ".join(f"{k.split('.')[-1]}={p.overrides.get(k)}"
-                                                          for k in varying) for p in scored]
-    fig.text(0.64, 0.92, "\n".join(["job: settings  (* Pareto front, x over the context)", *key[:40]]), fontsize=7,
-             family="monospace", va="top")
-    front = sorted((p for p in scored if p.pareto), key=lambda p: p.cost)
-    if front:
-        ax.step([p.cost for p in front], [p.quality for p in front], where="post", color="tab:red",
-                linewidth=1.2, label="Pareto front", zorder=2)
-        ax.legend(loc="lower right", fontsize=8)
-    ax.set_xlabel(f"cost: {cost_axis}", fontsize=8)
-    ax.set_ylabel(f"quality: {quality_axis}", fontsize=8)
-    ax.set_title(f"sweep {title}: cost vs quality", fontsize=9)
-    ax.margins(x=0.1, y=0.1)
-    ax.grid(True, alpha=0.3)
-    fig.savefig(path)
-    plt.close(fig)
-    return True
-
-
 def write_report(dirs, out: Path, points: list[Point] | None = None) -> dict[str, Path]:
     """sweep.csv, sweep.md and sweep.png in `out` for the points found under `dirs` (or given, read already)."""
     points = find_points(dirs) if points is None else points
@@ -350,7 +317,7 @@ def write_report(dirs, out: Path, points: list[Point] | None = None) -> dict[str
     written = {"csv": out / "sweep.csv", "md": out / "sweep.md"}
     write_csv(ordered, written["csv"])
     write_markdown(ordered, cost_axis, quality_axis, written["md"], title)
-    if write_png(ordered, cost_axis, quality_axis, out / "sweep.png", title):
+    if write_png(ordered, override_keys(ordered)[0], cost_axis, quality_axis, out / "sweep.png", title):
         written["png"] = out / "sweep.png"
     return written
 

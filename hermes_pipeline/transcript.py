@@ -31,6 +31,8 @@ class Conversation:
     # one conversation per file: the JSON value of each input line it was read from, in file order
     # (a lossless engine keeps them; one conversation per line has its line's value in `record`)
     raw_records: list | None = None
+    # one conversation per file: the input line each message starts on (None: the line in `source`)
+    message_lines: list[int] | None = None
 
 
 # Content part types that carry an image (OpenAI chat, Anthropic, OpenAI responses).

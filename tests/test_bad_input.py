@@ -153,6 +153,19 @@ def test_malformed_json(broken_run):
     assert rows[1]["status"] in ("compacted", "unchanged") and rows[4]["status"] in ("compacted", "unchanged")
 
 
+def test_malformed_json_reasons_read_as_one_sentence():
+    """The standard library's messages, some ending in "at", each once followed by the column."""
+    from hermes_pipeline.jsonl import parse_line
+    reasons = {raw: parse_line("chats.jsonl", 7, raw).reason
+               for raw in (b'{"a": "never closed', b'{"a" 1}', b'{"a": 1} trailing', b'{"a": "\\q"}')}
+    assert reasons == {
+        b'{"a": "never closed': "malformed JSON: Unterminated string starting at column 7",
+        b'{"a" 1}': "malformed JSON: Expecting ':' delimiter at column 6",
+        b'{"a": 1} trailing': "malformed JSON: Extra data at column 10",
+        b'{"a": "\\q"}': "malformed JSON: Invalid \\escape at column 8",
+    }
+
+
 def test_json_that_is_not_a_conversation(broken_run):
     _, run_dir, _ = broken_run
     q = quarantine(run_dir, "not_a_conversation.jsonl")

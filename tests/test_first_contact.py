@@ -191,3 +191,12 @@ def test_the_results_table_is_boxed_with_values_right_aligned():
     assert box[0].startswith("┏") and box[-1].startswith("└")
     assert "│ compacted          │        40 │" in box
     assert "│ tokens before      │ 5,345,395 │" in box
+
+
+def test_make_test_says_why_tests_were_skipped():
+    """Tests that need the shared corpus skip without it: `make test` lists them with the reason (-rs)."""
+    import shlex
+    plan = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert plan.returncode == 0, plan.stderr
+    [pytest_call] = [line for line in plan.stdout.splitlines() if " -m pytest" in line]
+    assert "-rs" in shlex.split(pytest_call, comments=True)

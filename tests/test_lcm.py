@@ -110,7 +110,7 @@ def test_every_conversation_expands_to_exactly_its_input_record(tmp_path_factory
     assert rows and {r["engine"] for r in rows} == {"lcm"} and {r["engine_fallback"] for r in rows} == {None}
     store = Path(rows[0]["lcm_store"])
     assert store == run_dir / "lcm.sqlite" and {r["lcm_store"] for r in rows} == {str(store)}
-    expanded = lcm(store, "expand", *[r["lcm_record"] for r in rows])
+    expanded = lcm(store, "expand", "--json", *[r["lcm_record"] for r in rows])
     assert expanded.returncode == 0, expanded.stderr
     lines = expanded.stdout.splitlines()
     assert len(lines) == len(rows)          # one JSON line per record
@@ -177,8 +177,10 @@ def test_removed_middles_are_stored_exactly_and_grep_finds_what_only_they_had(tm
                 grep = lcm(run_dir / "lcm.sqlite", "grep", "-F", needle)
                 assert grep.returncode == 0, grep.stderr
                 fields = [line.split("\t") for line in grep.stdout.splitlines()]
-                assert all(len(f) == 3 and f[1].isdigit() for f in fields)
-                assert any(f[0] == row["lcm_span"][4:] and start <= int(f[1]) < end and needle in f[2]
+                # conversation, file:line, position, role, pointer, snippet
+                assert all(len(f) == 6 and f[2].startswith("message ") and f[2][8:].isdigit() for f in fields)
+                assert any(f[0] == row["id"] and f[1].rsplit(":", 1)[0] == row["source"].rsplit(":", 1)[0]
+                           and start <= int(f[2][8:]) < end and row["lcm_span"].startswith(f[4]) and needle in f[5]
                            for f in fields), grep.stdout
                 found_by_cli += 1
     store.close()
@@ -259,11 +261,11 @@ def test_recompaction_through_the_cli_keeps_every_earlier_pointer(tmp_path):
             assert f"Stored originals: {pointer} (messages " in summaries[0]
     assert again >= 10, f"only {again} conversations were compacted twice"
     # every pointer handed out by the first run still expands to the very same bytes
-    expanded = lcm(store, "expand", *spans_before)
+    expanded = lcm(store, "expand", "--json", *spans_before)
     assert expanded.returncode == 0
     assert [line.encode() for line in expanded.stdout.splitlines()] == list(spans_before.values())
     # and the second run's records are the first run's outputs, exactly
-    records = lcm(store, "expand", *[r["lcm_record"] for r in rows2]).stdout.splitlines()
+    records = lcm(store, "expand", "--json", *[r["lcm_record"] for r in rows2]).stdout.splitlines()
     assert [json.loads(line) for line in records] == outputs1
 
 
@@ -344,6 +346,9 @@ def test_tool_schemas_are_valid_json_schema_and_their_calls_run(synthetic):
     needle = next(c for m in span["messages"] for c in re.findall(r"[A-Za-z0-9_./-]{12,60}", message_text(m)))
     hits = engine.call_tool("lcm_grep", {"pattern": re.escape(needle), "limit": 3})
     assert 1 <= len(hits) <= 3 and any(h["pointer"] == pointer for h in hits)
+    mine = next(h for h in hits if h["pointer"] == pointer)
+    assert mine["conversation"] == "t" and mine["source"] == "synth:5"    # named: conversation, input, role
+    assert mine["role"] == span["messages"][mine["index"] - span["start"]]["role"]
 
 
 # -- the store on its own ----------------------------------------------------------------
@@ -436,5 +441,5 @@ def test_grep_into_a_reader_that_stops_early_ends_quietly(tmp_path_factory):
     first = reader.stdout.readline()
     reader.stdout.close()
     stderr = reader.stderr.read().decode()
-    assert reader.wait(timeout=60) == 0 and first.count(b"\t") == 2
+    assert reader.wait(timeout=60) == 0 and first.count(b"\t") == 5
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr

@@ -134,7 +134,9 @@ def test_another_input_than_the_tree_mirrors_is_refused_with_or_without_prune(ar
         assert refused.returncode == 1, refused.stderr
         assert f"mirrors input {archive / 'in'}, and this run reads {sub}" in refused.stderr
         assert "incremental.input_moved=true" in refused.stderr
-        assert summary(archive, name)["exit_code"] == 1 and "mirrors input" in summary(archive, name)["stopped"]
+        refusal = summary(archive, name)     # said in the folder: a refusal, with its reason, not a crash
+        assert refusal["exit_code"] == 1 and "mirrors input" in refusal["stopped"]
+        assert refusal["exit_reason"] == refusal["stopped"]
         assert tree_digest(archive / "out") == before            # nothing written, nothing deleted
     # the right input still works, prune included, and finds nothing gone
     again = nightly(archive, "4", "incremental.prune=true")
@@ -241,6 +243,7 @@ def test_a_second_run_on_the_same_output_dir_exits_3_naming_the_holder(archive):
         assert time.monotonic() - started < 60        # at once: it does not wait for the holder
         refused = summary(archive, "2")                # said in the folder too: not a crashed run
         assert refused["status"] == "stopped" and refused["exit_code"] == 3 and "in use by pid" in refused["stopped"]
+        assert refused["exit_reason"] == refused["stopped"]
         assert not (archive / "runs" / "2" / "INCOMPLETE").exists()
         assert "in use by pid" in (archive / "runs" / "2" / "cli.log").read_text()
         assert f"(this run: {archive / 'runs' / '2'})" in result.stderr

@@ -25,17 +25,20 @@ def _without_calls(m):
 @settings(max_examples=400, deadline=None)
 @given(st.lists(message, max_size=15))
 def test_repair_pairs_everything_and_removes_nothing(messages):
-    given_conversation = Conversation("r", list(messages), "t:1")
+    lines = [100 + 2 * i for i in range(len(messages))]      # the input line each message was read from
+    given_conversation = Conversation("r", list(messages), "t:1", message_lines=lines)
     before = copy.deepcopy(given_conversation)
     conversation = repair_tool_pairing(given_conversation)
     assert given_conversation == before        # a repaired copy comes back; the input is not changed
     repaired = conversation.messages
     assert pairing_problems(repaired) == []
+    assert len(conversation.message_lines) == len(repaired)
     position = 0   # every input message is still there, in order (an assistant may have gained calls)
-    for original in messages:
+    for original, line in zip(messages, lines):
         while _without_calls(repaired[position]) != _without_calls(original) or \
                 tool_calls(repaired[position])[:len(tool_calls(original))] != tool_calls(original):
             position += 1
+        assert conversation.message_lines[position] == line      # ... with the line it was read from
         position += 1
     if pairing_problems(messages) == []:
         assert repaired == messages and conversation.notes == []

@@ -291,3 +291,72 @@ def test_a_run_that_did_not_finish_is_shown_as_such_and_kept_off_the_front(tmp_p
     assert rows["killed"]["status"] == "interrupted" and rows["killed"]["pareto"] == ""
     assert rows["2"]["pareto"] == "yes"                  # the only complete point
     assert "| killed (interrupted) |" in written["md"].read_text()
+
+
+# -- the plot: readable whatever the sweep ------------------------------------------------------
+
+
+def assert_readable(fig, points) -> None:
+    """Everything drawn inside the figure, labels apart, the legend inside the plot, a line per bill
+    without compaction."""
+    from hermes_pipeline.sweep_plot import _overlap
+    fig.canvas.draw()                   # as saved: axis labels are placed when drawn
+    renderer = fig.canvas.get_renderer()
+    [ax] = fig.axes
+    inside = lambda box: fig.bbox.x0 - 1 <= box.x0 and box.x1 <= fig.bbox.x1 + 1 and \
+        fig.bbox.y0 - 1 <= box.y0 and box.y1 <= fig.bbox.y1 + 1
+    assert inside(ax.get_tightbbox(renderer))        # ticks, axis labels, title, labels, legend
+    for text in fig.texts:                           # the key
+        assert inside(text.get_window_extent(renderer)), f"cut at the edge: {text.get_text()[:80]!r}"
+    labels = list(ax.texts)
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    for i, a in enumerate(boxes):
+        assert ax.bbox.contains(a.x0, a.y0) and ax.bbox.contains(a.x1, a.y1), labels[i].get_text()
+        for j in range(i + 1, len(boxes)):
+            assert _overlap(a, boxes[j]) == 0, (labels[i].get_text(), labels[j].get_text())
+    assert 0 < len(labels) <= len(points)            # dots at one place share a label
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert ax.bbox.contains(legend.x0, legend.y0) and ax.bbox.contains(legend.x1, legend.y1)
+    bare = {round(float(p.figures["replay_cost_no_compression_usd"]), 6) for p in points
+            if p.figures.get("replay_cost_no_compression_usd") is not None}
+    vertical = {round(float(line.get_xdata()[0]), 6) for line in ax.get_lines()
+                if len(set(line.get_xdata())) == 1 and line.get_label().startswith("no compaction")}
+    assert vertical == bare and bare
+
+
+def test_the_plot_of_a_real_sweep_is_readable(grid):
+    from hermes_pipeline.sweep_plot import sweep_figure
+    from hermes_pipeline.sweep_report import find_points, override_keys, rank
+    points, cost_axis, quality_axis = rank(find_points([grid]))
+    fig = sweep_figure(points, override_keys(points)[0], cost_axis, quality_axis, str(grid))
+    assert_readable(fig, points)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any(t.startswith("no compaction (prompt_caching.cache_ttl=1h): $") for t in legend)   # told apart
+
+
+def test_the_plot_stays_readable_with_long_settings_many_points_and_dots_on_one_spot():
+    """What cut the key at `context_length=320` and piled labels on each other: long values, 45 points,
+    a dozen of them at one place (identical outputs), others close together."""
+    from hermes_pipeline.sweep_plot import KEY_LINES, sweep_figure
+    from hermes_pipeline.sweep_report import Point
+    varying = ["model.context_length", "compression.target_ratio", "prompt_caching.cache_ttl",
+               "input.path", "summarizer"]
+    points = []
+    for n in range(45):
+        same_spot = n < 12
+        figures = {"replay_cost_no_compression_usd": 3.0626 if n % 2 else 0.9733}
+        points.append(Point(str(n), Path(f"/sweep/{n}"), {
+            "model.context_length": str(32000 if same_spot else 3200 + 100 * n), "compression.target_ratio": "0.1",
+            "prompt_caching.cache_ttl": "1h" if n % 2 else "5m",
+            "input.path": "/data/archive/sessions/2026/very/long/folder/name/of/a/team", "summarizer": "anthropic"},
+            figures, None, cost=1.0 if same_spot else 1.0 + 0.01 * (n % 7) + 0.3 * (n // 7),
+            quality=1.0 if same_spot else 0.70 + 0.002 * n, pareto=n in (0, 12)))
+    fig = sweep_figure(points, varying, "replayed bill, USD", "quality score", "/sweep")
+    assert_readable(fig, points)
+    key = next(t.get_text() for t in fig.texts if t.get_text().startswith("job: settings"))
+    assert "model.context_length=32000" in key and "summarizer=anthropic" in key
+    assert key.count("\n") == KEY_LINES + 1 and "and 5 more points: see sweep.md" in key
+    shared = [t.get_text() for t in fig.axes[0].texts if t.get_text().startswith("0, 1, 2")]
+    assert shared == ["0, 1, 2, 3, 4, 5 +6"]
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "no compaction (prompt_caching.cache_ttl=5m): $0.9733" in legend     # what sets the line apart, only

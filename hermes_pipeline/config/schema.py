@@ -171,6 +171,9 @@ class HermesConfig:
     summarizer: Any = opt(MISSING, "summarizer=NAME: conf/summarizer/")
     pipeline: Any = opt(MISSING, "pipeline=NAME: conf/pipeline/")
     runner: Any = opt(MISSING, "runner=NAME: conf/runner/")
+    dry_run: bool = opt(False, "read, plan and score with the embedded summarizer; write the manifest with what a "
+                               "run would do (tokens before/after, LLM calls, estimated cost at the configured "
+                               "prices) and no transcripts; call no model, need no API key")
 
 
 # -- the options of each group's targets -----------------------------------------------

@@ -94,9 +94,11 @@ class ContextCompressor(ContextEngine):
             return Compaction(messages, Outcome(
                 False, trigger, before, before, self.name, summary, 0,
                 f"compacting would not make it smaller ({before:,} -> {after:,} tokens)"), counts)
+        # which messages the summary replaced (of the conversation as read and repaired): hermes-pipeline-show
+        removed = {"removed_span": [plan.head_end, plan.tail_start]}
         return Compaction(output, Outcome(
             True, trigger, before, after, self.name, summary,
-            self.counter.count_text(summary.text) if summary else 0, None, dict(stats), draft.quality), counts)
+            self.counter.count_text(summary.text) if summary else 0, None, dict(stats), draft.quality, removed), counts)
 
     def _count_output(self, messages: list[dict], counts: list[int], output: list[dict]) -> int:
         """Tokens of the output; messages passed through untouched keep their known count."""

@@ -346,13 +346,15 @@ class AnthropicFormat(TranscriptFormat):
         ))
 
     def _read_messages(self, items, path) -> Iterator[Conversation | Rejected]:
-        originals, messages, notes, first_source = [], [], [], None
+        originals, messages, notes, first_source, lines = [], [], [], None, []
         for item in checked(items, lambda value: message_problem(value, "record")):
             if isinstance(item, Rejected):
                 yield item
                 continue
             first_source = first_source or item.source
-            messages.extend(message_to_openai(item.value, len(originals)))
+            pieces = message_to_openai(item.value, len(originals))
+            messages.extend(pieces)
+            lines.extend([item.line_no] * len(pieces))
             originals.append(item.value)
             notes.extend(item.repairs)
         if originals:
@@ -360,7 +362,7 @@ class AnthropicFormat(TranscriptFormat):
                 id=file_conversation_id(path), messages=messages, source=first_source, format=self.name,
                 layout=MESSAGE, record=None, recorded_prompt_tokens=_recorded_tokens({}, originals), notes=notes,
                 stats={"records": len(originals)},     # input lines this conversation was read from
-                raw_records=originals,
+                raw_records=originals, message_lines=lines,
             )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:

@@ -96,6 +96,7 @@ class _Turn:
     text: str | None = None                         # the content when it is one line's string
     lines: int = 0
     closed: bool = False                            # nothing merges into it (a compaction summary)
+    line_no: int = 0                                # the input line it starts on
 
     def add(self, content: Any) -> None:
         self.lines += 1
@@ -127,15 +128,15 @@ def _merge(events: list[Record]) -> list[_Turn]:
             same = last is not None and message_id and turns[last].message_id == message_id \
                 and all(t.only_results for t in turns[last + 1:])
             if not same:
-                turns.append(_Turn("assistant", message_id=message_id))
+                turns.append(_Turn("assistant", message_id=message_id, line_no=event.line_no))
                 last = len(turns) - 1
             turns[last].add(message["content"])
         elif value.get("isCompactSummary"):
             text = f"{SUMMARY_PREFIX}\n{text_of(message['content'])}"
-            turns.append(_Turn("user", text=text, lines=1, closed=True))
+            turns.append(_Turn("user", text=text, lines=1, closed=True, line_no=event.line_no))
         else:
             if not turns or turns[-1].role != "user" or turns[-1].closed:
-                turns.append(_Turn("user"))
+                turns.append(_Turn("user", line_no=event.line_no))
             turns[-1].add(message["content"])
     return turns
 
@@ -167,9 +168,11 @@ class ClaudeCodeFormat(TranscriptFormat):
         sub_agent = not any(e.value["type"] in TALK for e in main) and any(e.value["type"] in TALK for e in events)
         used = _chain(events if sub_agent else main, notes)
         turns = _merge(used)
-        messages = []
+        messages, lines = [], []
         for index, turn in enumerate(turns):
-            messages.extend(message_to_openai(turn.message(), index))
+            pieces = message_to_openai(turn.message(), index)
+            messages.extend(pieces)
+            lines.extend([turn.line_no] * len(pieces))
         assistants = [e.value["message"] for e in used if e.value["type"] == "assistant"]
         usage = next((m["usage"] for m in reversed(assistants) if isinstance(m.get("usage"), dict)), None)
         stats = {
@@ -203,6 +206,7 @@ class ClaudeCodeFormat(TranscriptFormat):
             id=conversation_id, messages=messages, source=events[0].source, format=self.name, layout=MESSAGE,
             record={"id": conversation_id, "messages": [], "metadata": metadata},
             recorded_prompt_tokens=context_tokens(usage), notes=notes, raw_records=[e.value for e in events],
+            message_lines=lines,
         )
         conversation.stats = stats   # read by the run report when Conversation has a stats field
         return conversation

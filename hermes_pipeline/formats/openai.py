@@ -93,7 +93,7 @@ class OpenAIFormat(TranscriptFormat):
         return None
 
     def _read_message_layout(self, items, path) -> Iterator[Conversation | Rejected]:
-        messages, notes, first_source = [], [], None
+        messages, notes, first_source, lines = [], [], None, []
         # the same checks as for a message inside a conversation, reported per record
         problem_of = lambda value: (bad_content_reason(value, 0) or "").replace("message 0", "record", 1) or None
         for item in checked(items, problem_of):
@@ -102,6 +102,7 @@ class OpenAIFormat(TranscriptFormat):
                 continue
             first_source = first_source or item.source
             messages.append(item.value)
+            lines.append(item.line_no)
             notes.extend(item.repairs)
         if messages:
             yield Conversation(
@@ -109,7 +110,7 @@ class OpenAIFormat(TranscriptFormat):
                 format=self.name, layout=MESSAGE, record=None,
                 recorded_prompt_tokens=recorded_prompt_tokens({}, messages), notes=notes,
                 stats={"records": len(messages)},      # input lines this conversation was read from
-                raw_records=list(messages),
+                raw_records=list(messages), message_lines=lines,
             )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:

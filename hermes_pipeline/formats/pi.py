@@ -213,10 +213,13 @@ class _Turns:
 
     def __init__(self):
         self.messages: list[dict] = []
+        self.lines: list[int] = []      # the input line each message starts on
         self.open_user = False          # the last message is a user message more may join
+        self.line_no = 0                # the line of the entry being read
 
     def assistant(self, content: list[dict]) -> None:
         self.messages.append({"role": "assistant", "content": content})
+        self.lines.append(self.line_no)
         self.open_user = False
 
     def user(self, content: str | list, closed: bool = False) -> None:
@@ -225,13 +228,15 @@ class _Turns:
             last["content"] = _as_blocks(last["content"]) + _as_blocks(content)
         else:
             self.messages.append({"role": "user", "content": content})
+            self.lines.append(self.line_no)
         self.open_user = not closed
 
 
-def to_anthropic(entries: list[Record], stats: dict[str, int], notes: list[str]) -> list[dict]:
+def to_anthropic(entries: list[Record], stats: dict[str, int], notes: list[str]) -> _Turns:
     turns = _Turns()
     for record in entries:
         entry = record.value
+        turns.line_no = record.line_no
         kind = entry["type"]
         if kind == "compaction":
             turns.user(f"{SUMMARY_PREFIX}\n{entry['summary']}", closed=True)
@@ -269,7 +274,7 @@ def to_anthropic(entries: list[Record], stats: dict[str, int], notes: list[str])
             turns.user(f"{BRANCH_PREFIX}<summary>\n{message['summary']}\n</summary>")
         else:                                   # user, custom, hookMessage
             turns.user(_content(message["content"]))
-    return turns.messages
+    return turns
 
 
 # -- the format -----------------------------------------------------------------------------
@@ -310,14 +315,16 @@ class PiFormat(TranscriptFormat):
             yield self._conversation(header, entries, path, first.source, notes, extra_headers, lines)
 
     def _conversation(self, header: dict | None, entries: list[Record], path: str, source: str,
-                      notes: list[str], extra_headers: list[dict], lines: list) -> Conversation:
+                      notes: list[str], extra_headers: list[dict], records: list) -> Conversation:
         stats = {"records": len(entries) + len(extra_headers) + (header is not None), "entries": len(entries)}
         on_path = _path(entries, notes)
         used = context_entries(on_path, stats)
         anthropic = to_anthropic(used, stats, notes)
-        messages = []
-        for index, message in enumerate(anthropic):
-            messages.extend(message_to_openai(message, index))
+        messages, lines = [], []
+        for index, (message, line_no) in enumerate(zip(anthropic.messages, anthropic.lines)):
+            pieces = message_to_openai(message, index)
+            messages.extend(pieces)
+            lines.extend([line_no] * len(pieces))
         stats["entries_used"] = len(used)
         stats["off_path_entries"] = len(entries) - len(on_path)
         assistants = [e.value["message"] for e in used
@@ -340,7 +347,8 @@ class PiFormat(TranscriptFormat):
         return Conversation(
             id=conversation_id, messages=messages, source=source, format=self.name, layout=MESSAGE,
             record={"id": conversation_id, "messages": [], "metadata": metadata},
-            recorded_prompt_tokens=context_tokens(usage), notes=notes, stats=stats, raw_records=lines,
+            recorded_prompt_tokens=context_tokens(usage), notes=notes, stats=stats, raw_records=records,
+            message_lines=lines,
         )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:

@@ -41,6 +41,7 @@ class SummaryResult:
     calls: int = 0                   # requests sent to a model
     retries: int = 0
     cached: bool = False             # answered from the request cache
+    estimate: dict | None = None     # dry_run=true: what the configured summarizer would have sent and cost
 
 
 class Summarizer(ABC):

@@ -24,7 +24,9 @@ from typing import Any
 
 from hermes_pipeline.engine.base import Compaction, ContextEngine, EngineServices
 from hermes_pipeline.engine.compressor import ContextCompressor
+from hermes_pipeline.engine.lcm.browse import Browser
 from hermes_pipeline.engine.lcm.store import LCMStore, message_text
+from hermes_pipeline.formats.roundtrip import public
 from hermes_pipeline.stages.summarize import embedded_fallback
 from hermes_pipeline.summarizers.base import Summarizer, SummarizerFatalError, SummaryRequest, SummaryResult
 from hermes_pipeline.transcript import Conversation, is_summary_message
@@ -138,12 +140,18 @@ class LCMEngine(ContextEngine):
         outcome.extra = {**outcome.extra, "lcm_store": str(self.store_path), "lcm_record": f"lcm:{record_id}",
                          "lcm_record_kind": kind, "lcm_span": f"lcm:{keeper.span}" if keeper.span else None,
                          "lcm_pointers": keeper.pointers if compaction.outcome.compacted else []}
+        if outcome.compacted:       # what `hermes-pipeline-lcm show` prints, its summaries' pointers under them
+            compacted = {"kind": "compacted", "conversation": conversation.id, "source": conversation.source,
+                         "record": f"lcm:{record_id}", "pointers": keeper.pointers,
+                         "messages": [public(m) for m in compaction.messages]}
+            self.store.put("compacted", compacted, conversation=(conversation.id, conversation.source, None))
         return compaction
 
     def store_span(self, conversation: Conversation, record_id: str, start: int, end: int) -> str:
         messages = conversation.messages[start:end]
+        lines = conversation.message_lines[start:end] if conversation.message_lines else None
         span = {"kind": "span", "conversation": conversation.id, "record": f"lcm:{record_id}",
-                "start": start, "end": end, "messages": messages}
+                "source": conversation.source, "start": start, "end": end, "lines": lines, "messages": messages}
         texts = [(start + k, message_text(m)) for k, m in enumerate(messages)]
         return self.store.put("span", span, texts)
 
@@ -158,7 +166,8 @@ class LCMEngine(ContextEngine):
             hits = self.store.grep(arguments["pattern"], fixed=bool(arguments.get("fixed", False)),
                                    ignore_case=bool(arguments.get("ignore_case", False)),
                                    limit=int(arguments.get("limit", 20)))
-            return [{"pointer": f"lcm:{h.object_id}", "index": h.index, "snippet": h.snippet} for h in hits]
+            return [{"pointer": f.pointer, "index": f.position, "snippet": f.snippet, "conversation": f.conversation,
+                     "source": f.where, "role": f.role} for f in Browser(self.store).found(hits)]
         if name == "lcm_expand":
             return self.store.get(arguments["pointer"])
         raise KeyError(f"the lcm engine has no tool {name!r}")
@@ -171,7 +180,8 @@ TOOLS: tuple[dict, ...] = (
     {"type": "function", "function": {
         "name": "lcm_grep",
         "description": "Search the original messages that compaction removed from this conversation (and any "
-                       "other stored in the same lcm store). Returns pointers with the message index and a snippet.",
+                       "other stored in the same lcm store). Returns pointers with the message index, its role, "
+                       "conversation and input file:line, and a snippet.",
         "parameters": {
             "type": "object",
             "properties": {

@@ -7,9 +7,14 @@ always gets the same id and a stored id never changes or moves. Objects are
 never updated or deleted: a pointer handed out once stays valid.
 
 Kinds of object:
-  record  a conversation as it was read (see engine.input_record)
-  span    messages a compaction removed: {"kind": "span", "conversation",
-          "record", "start", "end", "messages"}; grep searches their text
+  record     a conversation as it was read (see engine.input_record)
+  span       messages a compaction removed: {"kind": "span", "conversation",
+             "record", "source", "start", "end", "lines", "messages"}; grep
+             searches their text ("lines": the input line of each message, or null)
+  compacted  a conversation as compacted: {"kind": "compacted", "conversation",
+             "source", "record", "pointers", "messages"}
+The conversations table names the conversation and input of each record and
+compacted object.
 
 The file is in WAL mode; one connection per process, shared by the run's
 threads under a lock, and a busy timeout for worker processes writing at once.
@@ -49,7 +54,7 @@ CREATE TABLE IF NOT EXISTS texts (      -- what grep searches: one row per store
     text      TEXT NOT NULL,
     PRIMARY KEY (object_id, idx)
 );
-CREATE TABLE IF NOT EXISTS conversations (   -- which input each record came from
+CREATE TABLE IF NOT EXISTS conversations (   -- which input each record (or compacted object) came from
     record_id       TEXT NOT NULL,
     conversation_id TEXT NOT NULL,
     source          TEXT NOT NULL,
@@ -85,6 +90,10 @@ def strings_in(value: Any) -> Iterator[str]:
 
 
 def message_text(message: Any) -> str:
+    """What grep searches in a message: its string leaves, without the readers' round-trip marks
+    (`_anthropic`...), whose copy of a whole source message would make one piece match its siblings' text."""
+    if isinstance(message, dict):
+        message = {k: v for k, v in message.items() if not (isinstance(k, str) and k.startswith("_"))}
     return "\n".join(strings_in(message))
 
 
@@ -221,9 +230,14 @@ class LCMStore:
         sql += " ORDER BY rowid" + (f" LIMIT {int(limit)}" if limit else "")
         return [Hit(oid, index, snippet(text, compiled.search(text))) for oid, index, text in self._query(sql, args)]
 
-    def conversations(self) -> list[tuple[str, str, str, str | None]]:
-        """(record id, conversation id, source, format) of every stored conversation."""
-        return self._query("SELECT record_id, conversation_id, source, format FROM conversations ORDER BY rowid")
+    def conversations(self, kind: str = "record", conversation_id: str | None = None) -> list[tuple]:
+        """(object id, conversation id, source, format) of every stored conversation as read (kind "record"),
+        or as compacted ("compacted"), oldest first; of one conversation id only, if given."""
+        sql = ("SELECT c.record_id, c.conversation_id, c.source, c.format FROM conversations c "
+               "JOIN objects o ON o.id = c.record_id WHERE o.kind = ?")
+        if conversation_id is None:
+            return self._query(sql + " ORDER BY c.rowid", (kind,))
+        return self._query(sql + " AND c.conversation_id = ? ORDER BY c.rowid", (kind, conversation_id))
 
     def count(self, kind: str | None = None) -> int:
         if kind is None:
