@@ -33,7 +33,7 @@ class InputConfig:
     path: Optional[str] = opt(None, "file, directory (every *.jsonl below it) or quoted glob; `input=X` is short "
                                     "for `input.path=X`")
     format: str = opt("auto", "transcript format, detected per file by default",
-                      choices=("auto", "openai", "anthropic", "sharegpt", "claude-code", "pi"))
+                      choices=("auto", "openai", "anthropic", "sharegpt", "claude-code", "pi", "codex"))
     max_record_bytes: int = opt(64 << 20, "a longer input line goes to the quarantine (memory stays bounded)",
                                 minimum=1024)
 

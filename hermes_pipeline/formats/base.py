@@ -75,6 +75,15 @@ def checked(items: Iterable[Record | Rejected], problem_of) -> Iterator[Record |
         yield reject(item, problem) if problem else item
 
 
+def gather(items: Iterable[Record | Rejected], problem_of, records: list[Record]) -> Iterator[Rejected]:
+    """A one-conversation file's usable records appended to `records`; the rejected ones yielded."""
+    for item in checked(items, problem_of):
+        if isinstance(item, Rejected):
+            yield item
+        else:
+            records.append(item)
+
+
 def read_each(items: Iterable[Record | Rejected], problem_of, build) -> Iterator[Conversation | Rejected]:
     """One conversation per record (the conversation-per-line layout)."""
     for item in checked(items, problem_of):

@@ -5,7 +5,7 @@ import json
 from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.base import (
-    CONVERSATION, MESSAGE, TranscriptFormat, bad_content_reason, checked, file_conversation_id, read_each,
+    CONVERSATION, MESSAGE, TranscriptFormat, bad_content_reason, file_conversation_id, gather, read_each,
     record_id,
 )
 from hermes_pipeline.formats.roundtrip import public
@@ -16,7 +16,7 @@ from hermes_pipeline.usage import last_context_tokens
 
 # content part types the Chat Completions API takes; another format's blocks are converted or dropped
 OPENAI_PART_TYPES = {"text", "image_url", "input_audio", "file", "refusal"}
-_DROPPED = {"thinking", "redacted_thinking"}     # a model's reasoning has no input form in chat messages
+_DROPPED = {"thinking", "redacted_thinking", "reasoning"}     # a model's reasoning has no input form in chat messages
 
 
 def _openai_part(part: Any) -> dict | None:
@@ -33,6 +33,8 @@ def _openai_part(part: Any) -> dict | None:
         return {"type": "image_url", "image_url": {"url": f"data:{source.get('media_type')};base64,{source.get('data')}"}}
     if kind == "image" and source.get("type") == "url":
         return {"type": "image_url", "image_url": {"url": source.get("url")}}
+    if kind == "input_image" and isinstance(part.get("image_url"), str):    # the Responses API's (Codex)
+        return {"type": "image_url", "image_url": {"url": part["image_url"]}}
     if isinstance(part.get("text"), str):
         return {"type": "text", "text": part["text"]}
     return {"type": "text", "text": json.dumps(part, ensure_ascii=False)}   # a block chat has no form for
@@ -93,16 +95,13 @@ class OpenAIFormat(TranscriptFormat):
         return None
 
     def _read_message_layout(self, items, path) -> Iterator[Conversation | Rejected]:
-        messages, notes, first_source = [], [], None
+        records: list[Record] = []
         # the same checks as for a message inside a conversation, reported per record
         problem_of = lambda value: (bad_content_reason(value, 0) or "").replace("message 0", "record", 1) or None
-        for item in checked(items, problem_of):
-            if isinstance(item, Rejected):
-                yield item
-                continue
-            first_source = first_source or item.source
-            messages.append(item.value)
-            notes.extend(item.repairs)
+        yield from gather(items, problem_of, records)
+        messages = [r.value for r in records]
+        notes = [repair for r in records for repair in r.repairs]
+        first_source = records[0].source if records else None
         if messages:
             yield Conversation(
                 id=file_conversation_id(path), messages=messages, source=first_source,
