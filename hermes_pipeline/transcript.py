@@ -31,6 +31,8 @@ class Conversation:
     # one conversation per file: the JSON value of each input line it was read from, in file order
     # (a lossless engine keeps them; one conversation per line has its line's value in `record`)
     raw_records: list | None = None
+    # one conversation per line: the line's bytes, when on one line (an unchanged conversation is written as it)
+    raw_line: bytes | None = None
 
 
 # Content part types that carry an image (OpenAI chat, Anthropic, OpenAI responses).

@@ -92,6 +92,8 @@ def read_each(items: Iterable[Record | Rejected], problem_of, build) -> Iterator
             continue
         conversation = build(item)
         conversation.digest = item.digest      # what an incremental run compares, line by line
+        if item.raw is not None and b"\n" not in item.raw.rstrip(b"\r\n"):
+            conversation.raw_line = item.raw
         yield conversation
 
 

@@ -53,6 +53,18 @@ def openai_message(message: dict) -> dict:
     return {**message, "content": parts}
 
 
+MESSAGE_KEYS = ("messages", "traj", "history")   # where a record keeps its chat messages (tau-bench: `traj`)
+
+
+def messages_key(value: Any) -> str | None:
+    """The key of a record's list of chat messages, if it has one."""
+    for key in MESSAGE_KEYS if isinstance(value, dict) else ():
+        messages = value.get(key)
+        if isinstance(messages, list) and all(isinstance(m, dict) and "role" in m for m in messages[:5]):
+            return key
+    return None
+
+
 def recorded_prompt_tokens(record: dict, messages: list[dict]) -> int | None:
     """API-reported size of the conversation, from the last usage block found."""
     usages = [m.get("usage") for m in messages if isinstance(m, dict)]
@@ -64,8 +76,7 @@ class OpenAIFormat(TranscriptFormat):
 
     def detect(self, value: Any) -> str | None:
         if isinstance(value, dict):
-            messages = value.get("messages")
-            if isinstance(messages, list) and all(isinstance(m, dict) and "role" in m for m in messages[:5]):
+            if messages_key(value):
                 return CONVERSATION
             if isinstance(value.get("role"), str) and value.get("type") is None:
                 return MESSAGE
@@ -76,16 +87,16 @@ class OpenAIFormat(TranscriptFormat):
             yield from self._read_message_layout(items, path)
             return
         yield from read_each(items, self._conversation_problem, lambda item: Conversation(
-            id=record_id(item.value, path, item.line_no), messages=item.value["messages"], source=item.source,
-            format=self.name, layout=CONVERSATION, record=item.value,
-            recorded_prompt_tokens=recorded_prompt_tokens(item.value, item.value["messages"]),
+            id=record_id(item.value, path, item.line_no), messages=item.value[messages_key(item.value)],
+            source=item.source, format=self.name, layout=CONVERSATION, record=item.value,
+            recorded_prompt_tokens=recorded_prompt_tokens(item.value, item.value[messages_key(item.value)]),
             notes=list(item.repairs),
         ))
 
     def _conversation_problem(self, value: Any) -> str | None:
         if not isinstance(value, dict):
             return f"record is a {type(value).__name__}, not a conversation object"
-        messages = value.get("messages")
+        messages = value.get(messages_key(value) or "messages")
         if not isinstance(messages, list):
             return "record has no 'messages' list"
         for index, message in enumerate(messages):
@@ -121,5 +132,5 @@ class OpenAIFormat(TranscriptFormat):
             return
         record = dict(conversation.record or {"id": conversation.id}) if conversation.format == self.name \
             else {"id": conversation.id}
-        record["messages"] = messages
+        record[messages_key(record) or "messages"] = messages     # under the key it was read from
         yield record
