@@ -126,6 +126,28 @@ def test_a_rollback_drops_the_last_user_turns():
     assert after.history == history[:last_turn] and after.usage is None
 
 
+def test_items_codex_keeps_but_we_cannot_read_are_carried_through_a_compaction(tmp_path):
+    """An encrypted summary from Codex's remote compaction and a ghost snapshot are never dropped."""
+    lines = lines_of(FIXTURE)
+    last = max(i for i, line in enumerate(lines) if line["type"] == "compacted")
+    encrypted = {"type": "compaction", "encrypted_content": "gAAAA-opaque-summary"}
+    snapshot = {"type": "ghost_snapshot", "ghost_commit": {"id": "abc123", "parent": None}}
+    history = lines[last]["payload"]["replacement_history"]
+    lines[last] = {**lines[last], "payload": {**lines[last]["payload"],
+                                              "replacement_history": [history[0], encrypted, *history[1:]]}}
+    lines.insert(last + 3, {"timestamp": lines[last]["timestamp"], "type": "response_item", "payload": snapshot})
+    source = tmp_path / "in" / FIXTURE.name
+    source.parent.mkdir()
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    row, out = compacted_run(tmp_path, source, "model.context_length=8000", "compression.protect_last_n=6",
+                             "quiet=true")
+    assert row["status"] == "compacted" and row["stats"]["carried_items"] == 2
+    replacement = out[-1]["payload"]["replacement_history"]
+    assert replacement.count(encrypted) == 1 and replacement.count(snapshot) == 1
+    summary_at = next(i for i, item in enumerate(replacement) if item_text(item).startswith(SUMMARY_PREFIX))
+    assert replacement.index(encrypted) < summary_at       # the older summary before ours
+
+
 def test_a_broken_line_is_quarantined_and_the_rollout_still_read(tmp_path):
     source = tmp_path / "in" / FIXTURE.name
     source.parent.mkdir()

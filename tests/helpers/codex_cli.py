@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from hermes_pipeline.formats.codex_rollout import is_context_message
 from tests.helpers.fake_responses import CODEX, FakeResponses, codex_home, rollouts
 
 TIMEOUT = 180
@@ -86,11 +87,9 @@ def sent_history(folder: Path, fake: FakeResponses, rollout: Path) -> list[dict]
     (the new turn's context and prompt, at the end, left out)."""
     requests = resume(folder, fake, rollout, session_path(rollout), PROBE)
     items = requests[0]["input"][1:]
-    prompt = max(i for i, item in enumerate(items) if item.get("role") == "user")
-    start = prompt
-    while start > 0 and items[start - 1].get("type") == "message" and items[start - 1].get("role") in (
-            "developer", "user") and "<" in str(items[start - 1].get("content"))[:40]:
-        start -= 1       # the context Codex puts before each new turn
+    start = max(i for i, item in enumerate(items) if item.get("role") == "user")     # the probe prompt
+    while start > 0 and is_context_message(items[start - 1]):
+        start -= 1       # the instructions and environment Codex puts before each new turn
     return items[:start]
 
 
