@@ -27,7 +27,8 @@ def tau_bench_array(path: Path) -> Path:
     indented JSON array of {task_id, trial, reward, info, traj}."""
     records = read_jsonl(shared(TAU_CORPUS))
     runs = [{"task_id": r["metadata"]["task_id"], "trial": r["metadata"]["trial"], "reward": r["metadata"]["reward"],
-             "info": {"task": {"user_id": r["id"]}, "source": "user", "reward_info": {"reward": r["metadata"]["reward"]}},
+             "info": {"task": {"user_id": r["id"]}, "source": "user",
+                      "reward_info": {"reward": r["metadata"]["reward"]}},
              "traj": r["messages"]} for r in records]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(runs, indent=2))

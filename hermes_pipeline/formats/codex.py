@@ -227,7 +227,8 @@ class _Writer:
             return self._assistant(message, sources)
         original = next((i for i in sources if i.get("type") == "message"), {})
         item_role = original.get("role") or ("developer" if role in ("developer", "system") else "user")
-        return [{**original, "type": "message", "role": item_role, "content": _parts(message.get("content"), item_role)}]
+        content = _parts(message.get("content"), item_role)
+        return [{**original, "type": "message", "role": item_role, "content": content}]
 
     def _output(self, message: dict, original: dict | None) -> dict:
         """A changed tool row (its output cleared, or a stub for a call whose output was dropped)."""
