@@ -3,8 +3,8 @@ document, other text, or not text at all.
 
 Compressed files are read through a decompressor (compressed.py): line
 numbers and byte spans are those of the decompressed text. A JSON document
-(`[...]`, or an object spread over lines) is read element by element
-(json_array.py). A file that is not text (an image, an archive we do not read)
+(`[...]`, or an object spread over lines, in a file not named .jsonl or
+.ndjson) is read element by element (json_array.py). A file that is not text (an image, an archive we do not read)
 is one rejected record naming what it looks like, never one per newline-split
 chunk.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator
 
 import orjson
@@ -24,8 +25,7 @@ SNIFF_BYTES = 8192
 # what a binary file is, by its first bytes
 _BINARY = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"),
            (b"%PDF", "a PDF document"), (b"PK\x03\x04", "a ZIP archive"), (b"\xfd7zXZ", "an xz archive"),
-           (b"SQLite format 3\x00", "an SQLite database"), (b"\x7fELF", "an executable"),
-           (b"\xff\xfe", "UTF-16 text (convert it to UTF-8)"), (b"\xfe\xff", "UTF-16 text (convert it to UTF-8)"))
+           (b"SQLite format 3\x00", "an SQLite database"), (b"\x7fELF", "an executable"))
 _TEXT_CONTROLS = set(b"\t\n\r\f\b\x1b")
 
 JSONL, DOCUMENT, TEXT, BINARY, EMPTY = "jsonl", "json-document", "text", "binary", "empty"
@@ -39,13 +39,15 @@ class Contents:
 
 
 def _binary(head: bytes) -> str | None:
+    """What a file that is not text looks like, or None for text (a stray NUL or bad byte in a line of
+    JSON is that line's problem, not the file's: only mostly-control bytes or a known signature count)."""
     for magic, what in _BINARY:
         if head.startswith(magic):
             return what
-    if b"\x00" in head:
-        return "binary data"
     controls = sum(byte < 0x20 and byte not in _TEXT_CONTROLS for byte in head)
-    return "binary data" if head and controls > len(head) // 20 else None     # random bytes: 10% controls
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) and controls > len(head) // 4:    # NUL every other byte
+        return "UTF-16 text (convert it to UTF-8)"
+    return "binary data" if controls > len(head) // 20 else None     # random bytes: about 10%
 
 
 def sniff(path) -> Contents:
@@ -63,6 +65,8 @@ def sniff(path) -> Contents:
         return Contents(BINARY, compression, what)
     start = text.lstrip()
     first_line = start.split(b"\n", 1)[0].strip()
+    if _named_as_lines(path):
+        return Contents(JSONL, compression)        # JSON Lines by name: each line a record, whatever it holds
     if start[:1] == b"[" and not _a_line_of_many(start):
         return Contents(DOCUMENT, compression, "array")
     if first_line == b"{":
@@ -70,6 +74,18 @@ def sniff(path) -> Contents:
     if start[:1] in (b"{", b"["):
         return Contents(JSONL, compression)
     return Contents(TEXT, compression, first_line[:60].decode("utf-8", "replace"))
+
+
+def plain_name(path) -> str:
+    """The file's name in lower case, without a .gz or .zst suffix."""
+    name = Path(path).name.lower()
+    for suffix in (".gz", ".zst"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+def _named_as_lines(path) -> bool:
+    return plain_name(path).endswith((".jsonl", ".ndjson"))
 
 
 def _a_line_of_many(text: bytes) -> bool:

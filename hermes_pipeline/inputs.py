@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_pipeline.config import ConfigError
-from hermes_pipeline.input_files import EMPTY, TEXT, sniff
+from hermes_pipeline.input_files import EMPTY, TEXT, plain_name, sniff
 
 _WILDCARDS = set("*?[")
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".ndjson")
-COMPRESSED_SUFFIXES = (".gz", ".zst")
 
 
 @dataclass(frozen=True)
@@ -82,10 +81,7 @@ def input_roots(specs: list[str]) -> str:
 
 
 def named_as_transcript(path: Path) -> bool:
-    name = path.name.lower()
-    for suffix in COMPRESSED_SUFFIXES:
-        name = name.removesuffix(suffix)
-    return name.endswith(TRANSCRIPT_SUFFIXES)
+    return plain_name(path).endswith(TRANSCRIPT_SUFFIXES)
 
 
 def _folder(folder: Path, found: Inputs) -> list[InputFile]:
