@@ -130,9 +130,13 @@ def _one(spec: str, found: Inputs) -> list[InputFile]:
 
 
 def _labels(specs: list[str]) -> list[str]:
-    """A folder name per input, unique: several inputs are mirrored side by side under these."""
+    """A folder name per folder or glob input, unique: several inputs are mirrored side by side under these;
+    a file given by name keeps its own name."""
     labels: list[str] = []
     for spec in specs:
+        if Path(spec).expanduser().is_file():
+            labels.append("")
+            continue
         base = input_root(spec).name or "input"
         label, n = base, 2
         while label in labels:
@@ -170,6 +174,11 @@ def find_inputs(specs: list[str], exclude: list[Path] = (), output_dir: Path | N
             if f.path.resolve() not in seen:       # two inputs that overlap: each file read once
                 seen.add(f.path.resolve())
                 found.files.append(InputFile(f.path, Path(label) / f.relative if label else f.relative))
+    named = {}
+    for f in found.files:
+        if named.setdefault(f.relative, f.path) != f.path:
+            raise ConfigError(f"{named[f.relative]} and {f.path} would both be written as {f.relative}: give "
+                              "their folders as the inputs instead (each is mirrored under its own name)")
     return found
 
 

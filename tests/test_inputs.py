@@ -214,6 +214,12 @@ def test_several_inputs_are_read_each_under_its_own_name(tmp_path):
     assert same.returncode == 0 and (tmp_path / "run2" / "transcripts" / "beta" / "chats.jsonl").exists()
     comma = run_cli(tmp_path / "run3", f"input={tmp_path / 'alpha'},{tmp_path / 'beta'}")
     assert comma.returncode == 1 and "input.paths=[A,B]" in comma.stderr and "Traceback" not in comma.stderr
+    shutil.copy(TAU_BENCH, tmp_path / "single.jsonl")          # a file given by name keeps its name
+    mixed = run_cli(tmp_path / "run4", f"input=[{tmp_path / 'alpha'},{tmp_path / 'single.jsonl'}]", "quiet=true")
+    assert mixed.returncode == 0 and (tmp_path / "run4" / "transcripts" / "single.jsonl").exists()
+    clash = run_cli(tmp_path / "run5",
+                    f"input=[{tmp_path / 'alpha' / 'chats.jsonl'},{tmp_path / 'beta' / 'chats.jsonl'}]")
+    assert clash.returncode == 1 and "would both be written as chats.jsonl" in clash.stderr
 
 
 def test_a_cut_short_archive_gives_its_lines_then_one_entry_saying_where(tmp_path):
