@@ -52,7 +52,7 @@ def _stop_on_signals(stop: threading.Event) -> None:
 def run(cfg: DictConfig, run_dir: Path) -> int:
     from hermes_pipeline import components
     from hermes_pipeline.console import print_table
-    from hermes_pipeline.inputs import resolve_inputs
+    from hermes_pipeline.inputs import find_inputs, input_specs
     from hermes_pipeline.replay_run import settings_from_config as replay_settings, summary_prices
     from hermes_pipeline.run_folder import RunFolder, run_log
     from hermes_pipeline.runners.executor import Executor, RunOptions
@@ -64,17 +64,18 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
         output_dir = components.output_dir(cfg)
         dry = components.dry_run_enabled(cfg)
         built = components.build(cfg, store_dir=(None if dry else output_dir) or run_dir)
-        inputs = resolve_inputs(str(cfg.input.path), exclude=[p for p in (run_dir, output_dir) if p],
-                                output_dir=output_dir)
+        found = find_inputs(input_specs(cfg), exclude=[p for p in (run_dir, output_dir) if p], output_dir=output_dir)
+        inputs = found.files
         replay = replay_settings(cfg)
         folder = RunFolder(run_dir)
     except (ConfigError, SummarizerFatalError, ValueError) as error:
         print(f"hermes-pipeline: error: {error}", file=sys.stderr)
         _drop_unused(run_dir)
         return EXIT_CONFIG
-    run_log.info("hermes-pipeline %s: input %s (%d file(s), %.1f MB); engine %s, summarizer %s, runner %s; "
-                 "output %s%s", __version__, cfg.input.path, len(inputs),
-                 sum(f.path.stat().st_size for f in inputs) / 1e6, built.resolved.name,
+    run_log.info("hermes-pipeline %s: input %s (%d file(s), %.1f MB%s); engine %s, summarizer %s, runner %s; "
+                 "output %s%s", __version__, ", ".join(input_specs(cfg)), len(inputs),
+                 sum(f.path.stat().st_size for f in inputs) / 1e6,
+                 f"; {len(found.not_read)} not read, listed below" if found.not_read else "", built.resolved.name,
                  getattr(built.summarizer, "name", "?"),
                  (built.runner.describe() or getattr(built.runner, "name", "?")).removeprefix("runner: "),
                  "none (dry run)" if dry else output_dir or f"{run_dir}/transcripts",
@@ -82,6 +83,8 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     if dry and (output_dir or cfg.incremental.enabled):
         run_log.warning("dry run: output.dir and incremental are not used: every input is planned as by a "
                         "first run, nothing is written or locked there")
+    for path, why in found.not_read:
+        run_log.info("not read: %s: %s", path, why)
     try:
         tree = components.output_tree(cfg, run_dir)
     except (OutputLocked, ConfigError) as error:    # said in summary.json too: the folder is not a crashed run
@@ -182,13 +185,16 @@ SHORTHANDS = {"input=": "input.path=", "incremental=": "incremental.enabled="}
 
 
 def _expand_shorthand(argv: list[str]) -> list[str]:
-    """`input=PATH` is short for `input.path=PATH`, `incremental=true` for `incremental.enabled=true`,
-    `-v` for `hydra.verbose=true` (debug logs, per-request HTTP lines included)."""
+    """`input=PATH` is short for `input.path=PATH` (`input=[A,B]` for `input.paths=[A,B]`),
+    `incremental=true` for `incremental.enabled=true`, `-v` for `hydra.verbose=true` (debug logs,
+    per-request HTTP lines included)."""
     out = []
     for arg in argv:
         if arg in ("-v", "--verbose"):
             out.append("hydra.verbose=true")
             continue
+        if arg.startswith("input=["):        # a list: several inputs
+            arg = "input.paths=" + arg[len("input="):]
         for short, full in SHORTHANDS.items():
             if arg.startswith(short):
                 arg = full + arg[len(short):]

@@ -18,7 +18,7 @@ from hermes_pipeline.dry_run import dry_run_summarizer
 from hermes_pipeline.engine.base import ContextEngine, EngineServices, StageTools
 from hermes_pipeline.engine.plan import Budgets, Settings, compute_budgets
 from hermes_pipeline.engine.plugins import Resolved, resolve_engine
-from hermes_pipeline.inputs import input_root
+from hermes_pipeline.inputs import input_roots, input_specs
 from hermes_pipeline.output_tree import OutputTree
 from hermes_pipeline.stages.cache_mark import CachingPolicy, caching_policy
 from hermes_pipeline.state import config_fingerprint
@@ -126,7 +126,7 @@ def output_tree(cfg: DictConfig, run_dir: Path) -> OutputTree:
     if folder is None:
         return OutputTree.in_run_folder(run_dir)
     return OutputTree.persistent_tree(folder, run_dir, bool(cfg.incremental.enabled), config_fingerprint(cfg),
-                                      input_root(str(cfg.input.path)), bool(cfg.incremental.input_moved))
+                                      input_roots(input_specs(cfg)), bool(cfg.incremental.input_moved))
 
 
 def build(cfg: DictConfig, store_dir: Path = Path(".")) -> Components:

@@ -22,6 +22,8 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
+from hermes_pipeline.compressed import READ_ERRORS, compressing, open_input, skip_to
+
 BOM = b"\xef\xbb\xbf"
 READ_CHUNK = 1 << 20
 
@@ -35,6 +37,7 @@ class Record:
     repairs: list[str] = field(default_factory=list)
     span: tuple[int, int] | None = None     # (byte offset, length) of the line in the input
     digest: str = ""                        # of the line's bytes: what an incremental run compares
+    raw: bytes | None = None                # the line's bytes (what an unchanged conversation is written as)
 
     @property
     def source(self) -> str:
@@ -90,22 +93,23 @@ def line_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def _skip_rest_of_line(handle, tail: bytes) -> tuple[int, str]:
-    """Read past the end of an over-long line: its length in bytes (newline excluded) and digest."""
+def _skip_rest_of_line(handle, tail: bytes) -> tuple[int, int, str]:
+    """Read past the end of an over-long line: the bytes it took, its length (newline excluded), its digest."""
     size, digest = len(tail), hashlib.blake2b(tail, digest_size=16)
     while tail and not tail.endswith(b"\n"):
         tail = handle.readline(READ_CHUNK)
         size += len(tail)
         digest.update(tail)
-    return size - (1 if tail.endswith(b"\n") else 0), digest.hexdigest()
+    return size, size - (1 if tail.endswith(b"\n") else 0), digest.hexdigest()
 
 
 def iter_raw_lines(path: str, max_record_bytes: int) -> Iterator[tuple[int, int, bytes | None, int, str]]:
     """(line number, byte offset, bytes, length, digest) per line; bytes is None when the line is too long.
 
-    Memory stays within max_record_bytes (+ one read chunk) whatever the line lengths.
+    Memory stays within max_record_bytes (+ one read chunk) whatever the line lengths. A compressed file
+    is read decompressed: offsets are in its text.
     """
-    with open(path, "rb") as handle:
+    with open_input(path) as handle:
         line_no, offset = 0, 0
         while True:
             line = handle.readline(max_record_bytes + 1)
@@ -113,9 +117,9 @@ def iter_raw_lines(path: str, max_record_bytes: int) -> Iterator[tuple[int, int,
                 return
             line_no += 1
             if len(line) > max_record_bytes and not line.endswith(b"\n"):
-                size, digest = _skip_rest_of_line(handle, line)
+                taken, size, digest = _skip_rest_of_line(handle, line)
                 yield line_no, offset, None, size, digest
-                offset = handle.tell()
+                offset += taken
                 continue
             yield line_no, offset, line, len(line.rstrip(b"\n")), line_digest(line)
             offset += len(line)
@@ -168,7 +172,7 @@ def parse_line(path: str, line_no: int, raw: bytes, span: tuple[int, int] | None
     if stripped[:1] == b"#" or stripped[:2] == b"//":
         return Rejected(path, line_no, "comment line, not a JSON record", raw, span)
     try:
-        return Record(path, line_no, orjson.loads(stripped), len(raw), repairs, span)
+        return Record(path, line_no, orjson.loads(stripped), len(raw), repairs, span, raw=raw)
     except orjson.JSONDecodeError as orjson_error:
         try:
             text = stripped.decode("utf-8")
@@ -181,17 +185,22 @@ def parse_line(path: str, line_no: int, raw: bytes, span: tuple[int, int] | None
         except RecursionError:
             return Rejected(path, line_no, "malformed JSON: nested too deeply", raw, span)
         repairs.append(f"parsed with the standard json module ({_stdlib_note(value)}; orjson: {orjson_error})")
-        return Record(path, line_no, value, len(raw), repairs, span)
+        return Record(path, line_no, value, len(raw), repairs, span, raw=raw)
 
 
 def read_lines(path: str, max_record_bytes: int) -> Iterator[Unparsed | Rejected]:
-    """Each line as read; a line over the limit is rejected without being held."""
-    for line_no, offset, raw, size, digest in iter_raw_lines(path, max_record_bytes):
-        if raw is None:
-            yield Rejected(path, line_no, f"record of {size} bytes is larger than input.max_record_bytes "
-                                          f"({max_record_bytes} bytes)", span=(offset, size), digest=digest)
-        else:
-            yield Unparsed(path, line_no, raw, (offset, size), digest)
+    """Each line as read; a line over the limit is rejected without being held; a compressed file that is
+    cut short or damaged gives its lines up to there, then one rejection saying so."""
+    line_no = 0
+    try:
+        for line_no, offset, raw, size, digest in iter_raw_lines(path, max_record_bytes):
+            if raw is None:
+                yield Rejected(path, line_no, f"record of {size} bytes is larger than input.max_record_bytes "
+                                              f"({max_record_bytes} bytes)", span=(offset, size), digest=digest)
+            else:
+                yield Unparsed(path, line_no, raw, (offset, size), digest)
+    except READ_ERRORS as error:
+        yield Rejected(path, line_no + 1, f"the compressed file could not be read past line {line_no}: {error}")
 
 
 def parsed(items: Iterable[Unparsed | Rejected]) -> Iterator[Record | Rejected]:
@@ -219,29 +228,38 @@ def dumps(value: Any) -> bytes:
 
 
 class AtomicJsonlWriter:
-    """Writes to a hidden temporary file and renames it into place on commit."""
+    """Writes to a hidden temporary file and renames it into place on commit; compressed like its input
+    when asked (compressed.py). `size` is the file's size on disk once committed."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, compression: str | None = None):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self.temp = path.with_name(f".{path.name}.part")
         self.handle = open(self.temp, "wb")
+        self.stream = compressing(self.handle, compression) or self.handle
         self.bytes_written = 0
+        self.size = 0
 
     def write(self, value: Any) -> None:
         self.write_bytes(dumps(value) + b"\n")
 
     def write_bytes(self, data: bytes) -> None:
         """Lines already serialized (each ending with a newline)."""
-        self.handle.write(data)
+        self.stream.write(data)
         self.bytes_written += len(data)
 
-    def commit(self) -> None:
+    def _close(self) -> None:
+        if self.stream is not self.handle:
+            self.stream.close()       # the end of the compressed stream; the file stays open
         self.handle.close()
+
+    def commit(self) -> None:
+        self._close()
+        self.size = os.path.getsize(self.temp)
         os.replace(self.temp, self.path)
 
     def abort(self) -> None:
-        self.handle.close()
+        self._close()
         if self.temp.exists():
             self.temp.unlink()
 
@@ -285,10 +303,10 @@ COPY_WHOLE = 4 * READ_CHUNK
 def _read_span(path: str, span: tuple[int, int]) -> bytes | None:
     """The bytes of a line of the input, or None if the file no longer has them."""
     try:
-        with open(path, "rb") as handle:
-            handle.seek(span[0])
+        with open_input(path) as handle:
+            skip_to(handle, span[0])
             raw = handle.read(span[1])
-    except OSError:
+    except READ_ERRORS:
         return None
     return raw if len(raw) == span[1] else None
 
@@ -297,8 +315,8 @@ def _copy_escaped(path: str, span: tuple[int, int], out) -> bool:
     """Copy a line into an open JSON string, chunk by chunk; True if it had invalid UTF-8
     (written as backslash escapes from there on)."""
     decoder, invalid, left = codecs.getincrementaldecoder("utf-8")(), False, span[1]
-    with open(path, "rb") as handle:
-        handle.seek(span[0])
+    with open_input(path) as handle:
+        skip_to(handle, span[0])
         while left > 0:
             chunk = handle.read(min(READ_CHUNK, left))
             left = left - len(chunk) if chunk else 0

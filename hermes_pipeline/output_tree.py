@@ -18,22 +18,28 @@ from hermes_pipeline.state import STATE_DIR, IncrementalState, OutputLock
 
 
 class FileSink:
-    """The output file of one input file, written as its conversations come."""
+    """The output file of one input file, written as its conversations come: JSON Lines, or a JSON array
+    when the input was one (`array`), compressed like the input."""
 
-    def __init__(self, path: Path, keep_partial: bool):
-        self.writer = AtomicJsonlWriter(path)
+    def __init__(self, path: Path, keep_partial: bool, compression: str | None = None, array: bool = False):
+        self.writer = AtomicJsonlWriter(path, compression)
         self.keep_partial = keep_partial   # a run folder keeps what its manifest lists, even if stopped early
+        self.array = array
         self.written = 0
 
     def write(self, data: bytes) -> None:
+        if self.array:      # each line an element (lines are compact JSON: one value each)
+            data = (b",\n" if self.written else b"[\n") + b",\n".join(data.rstrip(b"\n").split(b"\n"))
         self.writer.write_bytes(data)
         self.written += 1
 
     def finish(self, complete: bool) -> int | None:
         """Rename into place (complete, or partial in a run folder) and return the size, or discard."""
         if self.written and (complete or self.keep_partial):
+            if self.array:
+                self.writer.write_bytes(b"\n]\n")
             self.writer.commit()
-            return self.writer.bytes_written
+            return self.writer.size
         self.writer.abort()
         return None
 
@@ -74,7 +80,7 @@ class OutputTree:
 
     @classmethod
     def persistent_tree(cls, root: Path, run_dir: Path, incremental: bool, config_fp: str,
-                        input_root: Path | None = None, input_moved: bool = False) -> "OutputTree":
+                        input_root: Path | str | None = None, input_moved: bool = False) -> "OutputTree":
         """Lock the tree, clean what a killed run left, and finish the records of runs that died.
 
         Raises OutputLocked when a live run holds the tree, and ConfigError for an input other than
@@ -108,7 +114,8 @@ class OutputTree:
         return cls(root, persistent=True, state=state, lock=lock, moved_note=moved)
 
     @staticmethod
-    def _check_input_root(state: IncrementalState, root: Path, input_root: Path | None, moved: bool) -> str | None:
+    def _check_input_root(state: IncrementalState, root: Path, input_root: Path | str | None,
+                          moved: bool) -> str | None:
         """None, or what to say when the input moved; raises ConfigError for another input.
 
         The tree mirrors the input its first run read: its files' paths are relative to that folder.
@@ -134,8 +141,10 @@ class OutputTree:
     def path_for(self, relative: Path) -> Path:
         return self.root / relative
 
-    def sink(self, relative: Path) -> FileSink | CountingSink:
-        return CountingSink() if self.dry else FileSink(self.path_for(relative), keep_partial=not self.persistent)
+    def sink(self, relative: Path, compression: str | None = None, array: bool = False) -> FileSink | CountingSink:
+        if self.dry:
+            return CountingSink()
+        return FileSink(self.path_for(relative), not self.persistent, compression, array)
 
     def removed_files(self, current: set[str], prune: bool) -> tuple[list[str], int]:
         """Files the tree has output for but the input no longer has (deleted with prune)."""

@@ -30,7 +30,7 @@ from hermes_pipeline import __version__
 STATE_DIR = ".hermes"
 # Keys that cannot change what is written: where things are, how fast, how loud.
 RUNTIME_ONLY = ("input.path", "output.dir", "incremental", "progress", "quiet", "runner", "replay", "plugins",
-                "summarizer.cache", "summarizer.max_in_flight", "summarizer.retry", "summarizer.breaker",
+                "input.paths", "summarizer.cache", "summarizer.max_in_flight", "summarizer.retry", "summarizer.breaker",
                 "summarizer.max_fallback_share", "summarizer.stop_on_auth_error", "summarizer.api_key_env",
                 "summarizer.require_api_key", "context.options.store", "lcm.store")
 

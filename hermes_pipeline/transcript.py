@@ -33,6 +33,8 @@ class Conversation:
     raw_records: list | None = None
     # one conversation per file: the input line each message starts on (None: the line in `source`)
     message_lines: list[int] | None = None
+    # one conversation per line: the line's bytes, when on one line (an unchanged conversation is written as it)
+    raw_line: bytes | None = None
 
 
 # Content part types that carry an image (OpenAI chat, Anthropic, OpenAI responses).

@@ -30,12 +30,14 @@ def group(factory, help: str):
 
 @dataclass
 class InputConfig:
-    path: Optional[str] = opt(None, "file, directory (every *.jsonl below it) or quoted glob; `input=X` is short "
-                                    "for `input.path=X`")
+    path: Optional[str] = opt(None, "file, directory (its transcripts: .jsonl/.json/.ndjson, .gz/.zst too) or "
+                                    "quoted glob; `input=X` is short for `input.path=X`")
     format: str = opt("auto", "transcript format, detected per file by default",
-                      choices=("auto", "openai", "anthropic", "sharegpt", "claude-code", "pi"))
+                      choices=("auto", "openai", "anthropic", "sharegpt", "claude-code", "pi", "codex"))
     max_record_bytes: int = opt(64 << 20, "a longer input line goes to the quarantine (memory stays bounded)",
                                 minimum=1024)
+    paths: List[str] = opt([], "several inputs, each mirrored under its own folder name: input.paths=[a,b] "
+                               "(`input=[a,b]` is short for it)")
 
 
 @dataclass

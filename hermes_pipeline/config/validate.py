@@ -123,8 +123,8 @@ def validate(cfg: DictConfig) -> None:
     stages = OmegaConf.select(cfg, "pipeline.stages")
     if not isinstance(stages, ListConfig) or not all(isinstance(s, DictConfig) and "_target_" in s for s in stages):
         raise ConfigError("pipeline.stages must be a list of stages, each with a _target_")
-    if not cfg.input.path:
-        raise ConfigError("input is required: pass input=FILE, input=DIR or input='GLOB'")
+    if not cfg.input.path and not cfg.input.paths:
+        raise ConfigError("input is required: pass input=FILE, input=DIR, input='GLOB' or input.paths=[A,B]")
     for key in ("model.name", "model.provider", "model.context_length"):
         if OmegaConf.select(cfg, key, default=None, throw_on_missing=False) is None:
             raise ConfigError(f"{key} is required (pick a model with model=NAME)")
@@ -137,6 +137,9 @@ _NUMBER_CHECKS = {"int": (re.compile(r"[+-]?\d+"), "an integer"),
 
 def check_override_value(key: str, value: str, f: dataclasses.Field | None, sweep: bool = False) -> None:
     """A group option that does not exist, or a number that is not one, said in our words before Hydra's."""
+    if key == "input.path" and (value.startswith("[") or ("," in value and not sweep)):
+        raise ConfigError(f"input={value!r}: one input is one file, folder or glob; several are "
+                          "input.paths=[A,B] (or input=[A,B])")
     if any(mark in value for mark in ("${", "(", "[", "{")):
         return         # interpolations, sweep functions, lists: Hydra's own grammar
     if f is not None and f.type in _NUMBER_CHECKS and "," in value and not sweep:

@@ -1,7 +1,7 @@
 """Transcript formats by name, and detection of a file's format and layout.
 
 Detection order matters: the specific formats first (the event logs of Claude
-Code and pi, then ShareGPT), OpenAI (which accepts any `{"role": ...}` object)
+Code, pi and Codex, then ShareGPT), OpenAI (which accepts any `{"role": ...}` object)
 last. Anthropic claims a record only when it shows
 Anthropic-only content (tool_use / tool_result / thinking / image source
 blocks, a top-level `system`) and nothing OpenAI-only (tool_calls, role tool,
@@ -14,6 +14,7 @@ from typing import Any, Iterable
 from hermes_pipeline.formats.anthropic import AnthropicFormat
 from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat
 from hermes_pipeline.formats.claude_code import ClaudeCodeFormat
+from hermes_pipeline.formats.codex import CodexFormat
 from hermes_pipeline.formats.openai import OpenAIFormat
 from hermes_pipeline.formats.pi import PiFormat
 from hermes_pipeline.formats.sharegpt import ShareGPTFormat
@@ -55,7 +56,7 @@ def detect_format_in(values: Iterable[Any]) -> tuple[TranscriptFormat, str] | No
     return None
 
 
-for _fmt in (ClaudeCodeFormat(), PiFormat(), ShareGPTFormat(), AnthropicFormat(), OpenAIFormat()):
+for _fmt in (ClaudeCodeFormat(), PiFormat(), CodexFormat(), ShareGPTFormat(), AnthropicFormat(), OpenAIFormat()):
     register_format(_fmt)
 
 __all__ = ["CONVERSATION", "MESSAGE", "FORMATS", "TranscriptFormat", "detect_format", "detect_format_in",

@@ -75,6 +75,15 @@ def checked(items: Iterable[Record | Rejected], problem_of) -> Iterator[Record |
         yield reject(item, problem) if problem else item
 
 
+def gather(items: Iterable[Record | Rejected], problem_of, records: list[Record]) -> Iterator[Rejected]:
+    """A one-conversation file's usable records appended to `records`; the rejected ones yielded."""
+    for item in checked(items, problem_of):
+        if isinstance(item, Rejected):
+            yield item
+        else:
+            records.append(item)
+
+
 def read_each(items: Iterable[Record | Rejected], problem_of, build) -> Iterator[Conversation | Rejected]:
     """One conversation per record (the conversation-per-line layout)."""
     for item in checked(items, problem_of):
@@ -83,6 +92,8 @@ def read_each(items: Iterable[Record | Rejected], problem_of, build) -> Iterator
             continue
         conversation = build(item)
         conversation.digest = item.digest      # what an incremental run compares, line by line
+        if item.raw is not None and b"\n" not in item.raw.rstrip(b"\r\n"):
+            conversation.raw_line = item.raw
         yield conversation
 
 

@@ -5,7 +5,7 @@ import json
 from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.base import (
-    CONVERSATION, MESSAGE, TranscriptFormat, bad_content_reason, checked, file_conversation_id, read_each,
+    CONVERSATION, MESSAGE, TranscriptFormat, bad_content_reason, file_conversation_id, gather, read_each,
     record_id,
 )
 from hermes_pipeline.formats.roundtrip import public
@@ -16,7 +16,7 @@ from hermes_pipeline.usage import last_context_tokens
 
 # content part types the Chat Completions API takes; another format's blocks are converted or dropped
 OPENAI_PART_TYPES = {"text", "image_url", "input_audio", "file", "refusal"}
-_DROPPED = {"thinking", "redacted_thinking"}     # a model's reasoning has no input form in chat messages
+_DROPPED = {"thinking", "redacted_thinking", "reasoning"}     # a model's reasoning has no input form in chat messages
 
 
 def _openai_part(part: Any) -> dict | None:
@@ -33,6 +33,8 @@ def _openai_part(part: Any) -> dict | None:
         return {"type": "image_url", "image_url": {"url": f"data:{source.get('media_type')};base64,{source.get('data')}"}}
     if kind == "image" and source.get("type") == "url":
         return {"type": "image_url", "image_url": {"url": source.get("url")}}
+    if kind == "input_image" and isinstance(part.get("image_url"), str):    # the Responses API's (Codex)
+        return {"type": "image_url", "image_url": {"url": part["image_url"]}}
     if isinstance(part.get("text"), str):
         return {"type": "text", "text": part["text"]}
     return {"type": "text", "text": json.dumps(part, ensure_ascii=False)}   # a block chat has no form for
@@ -51,6 +53,18 @@ def openai_message(message: dict) -> dict:
     return {**message, "content": parts}
 
 
+MESSAGE_KEYS = ("messages", "traj", "history")   # where a record keeps its chat messages (tau-bench: `traj`)
+
+
+def messages_key(value: Any) -> str | None:
+    """The key of a record's list of chat messages, if it has one."""
+    for key in MESSAGE_KEYS if isinstance(value, dict) else ():
+        messages = value.get(key)
+        if isinstance(messages, list) and all(isinstance(m, dict) and "role" in m for m in messages[:5]):
+            return key
+    return None
+
+
 def recorded_prompt_tokens(record: dict, messages: list[dict]) -> int | None:
     """API-reported size of the conversation, from the last usage block found."""
     usages = [m.get("usage") for m in messages if isinstance(m, dict)]
@@ -62,8 +76,7 @@ class OpenAIFormat(TranscriptFormat):
 
     def detect(self, value: Any) -> str | None:
         if isinstance(value, dict):
-            messages = value.get("messages")
-            if isinstance(messages, list) and all(isinstance(m, dict) and "role" in m for m in messages[:5]):
+            if messages_key(value):
                 return CONVERSATION
             if isinstance(value.get("role"), str) and value.get("type") is None:
                 return MESSAGE
@@ -74,16 +87,16 @@ class OpenAIFormat(TranscriptFormat):
             yield from self._read_message_layout(items, path)
             return
         yield from read_each(items, self._conversation_problem, lambda item: Conversation(
-            id=record_id(item.value, path, item.line_no), messages=item.value["messages"], source=item.source,
-            format=self.name, layout=CONVERSATION, record=item.value,
-            recorded_prompt_tokens=recorded_prompt_tokens(item.value, item.value["messages"]),
+            id=record_id(item.value, path, item.line_no), messages=item.value[messages_key(item.value)],
+            source=item.source, format=self.name, layout=CONVERSATION, record=item.value,
+            recorded_prompt_tokens=recorded_prompt_tokens(item.value, item.value[messages_key(item.value)]),
             notes=list(item.repairs),
         ))
 
     def _conversation_problem(self, value: Any) -> str | None:
         if not isinstance(value, dict):
             return f"record is a {type(value).__name__}, not a conversation object"
-        messages = value.get("messages")
+        messages = value.get(messages_key(value) or "messages")
         if not isinstance(messages, list):
             return "record has no 'messages' list"
         for index, message in enumerate(messages):
@@ -93,24 +106,20 @@ class OpenAIFormat(TranscriptFormat):
         return None
 
     def _read_message_layout(self, items, path) -> Iterator[Conversation | Rejected]:
-        messages, notes, first_source, lines = [], [], None, []
+        records: list[Record] = []
         # the same checks as for a message inside a conversation, reported per record
         problem_of = lambda value: (bad_content_reason(value, 0) or "").replace("message 0", "record", 1) or None
-        for item in checked(items, problem_of):
-            if isinstance(item, Rejected):
-                yield item
-                continue
-            first_source = first_source or item.source
-            messages.append(item.value)
-            lines.append(item.line_no)
-            notes.extend(item.repairs)
+        yield from gather(items, problem_of, records)
+        messages = [r.value for r in records]
+        notes = [repair for r in records for repair in r.repairs]
+        first_source = records[0].source if records else None
         if messages:
             yield Conversation(
                 id=file_conversation_id(path), messages=messages, source=first_source,
                 format=self.name, layout=MESSAGE, record=None,
                 recorded_prompt_tokens=recorded_prompt_tokens({}, messages), notes=notes,
                 stats={"records": len(messages)},      # input lines this conversation was read from
-                raw_records=list(messages), message_lines=lines,
+                raw_records=list(messages), message_lines=[r.line_no for r in records],
             )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:
@@ -123,5 +132,5 @@ class OpenAIFormat(TranscriptFormat):
             return
         record = dict(conversation.record or {"id": conversation.id}) if conversation.format == self.name \
             else {"id": conversation.id}
-        record["messages"] = messages
+        record[messages_key(record) or "messages"] = messages     # under the key it was read from
         yield record

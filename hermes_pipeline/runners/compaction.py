@@ -51,6 +51,7 @@ def compact_conversation(options: RecordOptions, engine: ContextEngine | None, i
     if not isinstance(item, Conversation):
         return item
     started = time.perf_counter()
+    as_read = item.messages
     try:
         item = repair_tool_pairing(item)
         result = engine.compress(item)
@@ -63,8 +64,11 @@ def compact_conversation(options: RecordOptions, engine: ContextEngine | None, i
     seconds = time.perf_counter() - started
     out_fmt, out_layout = output_format(get_format(item.format), item.layout, options.output_format)
     try:
-        data = b"".join(dumps(v) + b"\n" for v in out_fmt.write(replace(item, messages=result.messages),
-                                                                    out_layout))
+        if _as_it_was(item, as_read, result.messages, out_fmt.name, out_layout):
+            data = item.raw_line if item.raw_line.endswith(b"\n") else item.raw_line + b"\n"
+        else:
+            data = b"".join(dumps(v) + b"\n" for v in out_fmt.write(replace(item, messages=result.messages),
+                                                                        out_layout))
     except Exception as error:   # a writer bug costs this conversation, not the run
         log.exception("conversation %s (%s) could not be written", item.id, item.source)
         return failed(item, f"writing failed: {type(error).__name__}: {error}")
@@ -72,6 +76,12 @@ def compact_conversation(options: RecordOptions, engine: ContextEngine | None, i
     if options.replay is not None:
         row["replay"] = replay_for_conversation(item.messages, result.counts, options.replay)
     return Done(row, data)
+
+
+def _as_it_was(item: Conversation, as_read: list[dict], messages: list[dict], out_format: str, out_layout: str) -> bool:
+    """An unchanged conversation read from one line, written in its own format: that line, byte for byte."""
+    return item.raw_line is not None and not item.notes and out_format == item.format \
+        and out_layout == item.layout and (messages is as_read or messages == as_read)
 
 
 def failed(conversation: Conversation, why: str) -> Done:

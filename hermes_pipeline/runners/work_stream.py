@@ -21,7 +21,8 @@ from typing import Iterator
 
 from hermes_pipeline.formats import CONVERSATION, TranscriptFormat, detect_format_in, get_format
 from hermes_pipeline.inputs import InputFile
-from hermes_pipeline.jsonl import READ_CHUNK, Record, Rejected, Unparsed, parsed, read_lines, reject
+from hermes_pipeline.input_files import BINARY, DOCUMENT, Contents, read_input, sniff
+from hermes_pipeline.jsonl import READ_CHUNK, Record, Rejected, Unparsed, parsed, reject
 from hermes_pipeline.output_tree import FileSink, OutputTree
 from hermes_pipeline.state import Item
 from hermes_pipeline.testing.faults import checkpoint
@@ -133,13 +134,17 @@ class WorkStream:
                     self.progress.advance(work.stat.st_size)
                     yield FileSkipped(work)
                     continue
-            work.sink = self.tree.sink(input_file.relative)
+            contents = sniff(input_file.path)
+            work.sink = self.tree.sink(input_file.relative, contents.compression, contents.what == "array")
             self.open.append(work)
-            yield from self._file(work)
+            yield from self._file(work, contents)
 
-    def _file(self, work: FileWork) -> Iterator:
+    def _file(self, work: FileWork, contents: Contents) -> Iterator:
         path = str(work.input_file.path)
-        lines = self._counted(read_lines(path, self.options.max_record_bytes))
+        items = read_input(path, contents, self.options.max_record_bytes)
+        # the progress bar counts input bytes: a compressed file's (or a binary one's) once it is read
+        lines = self._counted(items) if contents.kind != BINARY and contents.kind != DOCUMENT \
+            and not contents.compression else items
         work.fmt, work.layout, head, rest = self._detect(lines)
         yield FileStart(work)
         if work.fmt is None:
@@ -152,6 +157,8 @@ class WorkStream:
         else:
             work.out_fmt, work.out_layout = output_format(work.fmt, work.layout, self.options.output_format)
             yield from self._read(work, path, head, rest)
+        if lines is items:
+            self.progress.advance(work.stat.st_size)
         yield FileEnd(work)
 
     def _read(self, work: FileWork, path: str, head: Iterator, rest: Iterator) -> Iterator:

@@ -64,6 +64,16 @@ def strip_cache_control(messages: list[dict]) -> list[dict]:
     return stripped
 
 
+def unmarked(message: dict) -> dict:
+    """A copy of one message as it was before marking: no markers, a string content _mark wrapped unwrapped."""
+    message = strip_cache_control([message])[0]
+    content = message.get("content")
+    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict) \
+            and set(content[0]) == {"type", "text"} and content[0]["type"] == "text":
+        message["content"] = content[0]["text"]
+    return message
+
+
 def _mark(message: dict, marker: dict, native_anthropic: bool) -> None:
     content = message.get("content")
     if role(message) == "tool":

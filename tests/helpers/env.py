@@ -26,7 +26,8 @@ def shared(path: Path) -> Path:
 
 
 def read_jsonl(path: Path) -> list:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    # split on newlines only: splitlines() also breaks at \x85 and \u2028, which JSON strings hold as they are
+    return [json.loads(line) for line in Path(path).read_text().split("\n") if line.strip()]
 
 
 def run_cli(run_dir: Path, *overrides: str, env: dict | None = None, timeout: int = 300, cwd: Path = ROOT):

@@ -1,7 +1,7 @@
 """Checks every compacted transcript must pass; shared by the tests."""
 from __future__ import annotations
 
-from hermes_pipeline.stages.cache_mark import strip_cache_control
+from hermes_pipeline.stages.cache_mark import unmarked
 from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT
 from hermes_pipeline.transcript import (
     COMPACTION_NOTE, SUMMARY_END, is_summary_message, pairing_problems, text_of, visible_role,
@@ -10,12 +10,7 @@ from hermes_pipeline.transcript import (
 
 def normalize(message: dict) -> dict:
     """A message without cache markers; a single text block back to its string."""
-    message = strip_cache_control([message])[0]
-    content = message.get("content")
-    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict) \
-            and set(content[0]) == {"type", "text"} and content[0]["type"] == "text":
-        message = {**message, "content": content[0]["text"]}
-    return message
+    return unmarked(message)
 
 
 def without_note(message: dict) -> dict:
