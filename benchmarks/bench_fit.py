@@ -53,16 +53,22 @@ def table(found: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--contexts", default="4000,8000,16000,32000,64000")
+def figures_main(doc: str, option: str, default: str, run, table_of, argv: list[str] | None) -> int:
+    """The command line of a fit benchmark: a comma-separated list of sizes, a table, the figures as JSON."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument(f"--{option}", default=default)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    found = [measure(int(c)) for c in args.contexts.split(",")]
-    print(table(found))
+    found = run([int(n) for n in getattr(args, option).split(",")])
+    print(table_of(found))
     if args.json:
         args.json.write_text(json.dumps(found, indent=2))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return figures_main(__doc__, "contexts", "4000,8000,16000,32000,64000",
+                        lambda contexts: [measure(c) for c in contexts], table, argv)
 
 
 if __name__ == "__main__":

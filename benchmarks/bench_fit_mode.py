@@ -17,10 +17,10 @@ the turns it read), wall seconds and peak memory.
 """
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
+from benchmarks.bench_fit import figures_main
 from benchmarks.hermes_trajectories import build
 from benchmarks.measure import DATA, PY, WORK, cached, child, cli, fresh
 from hermes_pipeline.testing.fake_provider import FakeProvider
@@ -161,15 +161,7 @@ def table(found: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--targets", default="16000,8000,4000")
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
-    found = compare([int(t) for t in args.targets.split(",")])
-    print(table(found))
-    if args.json:
-        args.json.write_text(json.dumps(found, indent=2))
-    return 0
+    return figures_main(__doc__, "targets", "16000,8000,4000", compare, table, argv)
 
 
 if __name__ == "__main__":
