@@ -132,3 +132,10 @@ def test_at_16k_no_kept_turn_is_altered_and_the_order_stays_valid(compared):
     assert ours["altered_turns"] == 0 and ours["order_broken"] == 0
     assert ours["compacted"] == sum(r["status"] == "compacted" for r in rows) > 0
     assert hermes["altered_turns"] == hermes["compacted"]    # Hermes appends a notice to the system turn
+
+
+def test_fit_mode_without_a_summary_stage_is_a_config_error(tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"conversations": agent_run(2)}) + "\n")
+    result = run_cli(tmp_path / "run", f"input={source}", "compression.mode=fit", "pipeline=mask_only")
+    assert result.returncode == 1 and "compression.mode=fit needs a summarize stage" in result.stderr
