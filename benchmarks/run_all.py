@@ -1,13 +1,14 @@
 """`make bench`: every figure the open issues ask for, each against its target, in one report.
 
-    .venv/bin/python -m benchmarks.run_all [--only speed,nightly,quality,retention,replay,tokens] [--repeats N]
+    .venv/bin/python -m benchmarks.run_all [--only speed,nightly,quality,retention,replay,tokens,fit,fitmode]
+        [--repeats N]
 
 Machines here are small and shared, so every figure is a ratio against
 something measured in the same run (see benchmarks/measure.py). Generated
 inputs are cached in bench-data/; the report is printed at the end and
 written to bench-data/bench-report.md and bench-data/bench-report.json.
 Each area also runs on its own: python -m benchmarks.bench_speed, bench_nightly,
-bench_quality, bench_replay, token_study.
+bench_quality, bench_replay, token_study, bench_fit, bench_fit_mode.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import time
 import traceback
 from pathlib import Path
 
-AREAS = ("speed", "nightly", "quality", "retention", "replay", "tokens")
+AREAS = ("speed", "nightly", "quality", "retention", "replay", "tokens", "fit", "fitmode")
 QUALITY_TARGETS = {"files_written": ("files created/edited", 0.95), "user_turns": ("user turns", 0.98),
                    "errors": ("last errors", 0.80), "identifiers": ("identifiers", 0.80),
                    "files_read": ("files read", None), "errors_open": ("errors still open", None)}
@@ -128,8 +129,49 @@ def nightly_figures():
     return bench_nightly.figures()
 
 
+def fit_figures() -> tuple[list[dict], dict]:
+    """Issue 19: every output within 85% of the context, or marked fits: false with its reason."""
+    from benchmarks.measure import figure
+    found = module_json("bench_fit", "--contexts", "16000,32000,64000,8000")
+    rows = []
+    for entry in found:
+        context = entry["context"]
+        target = ("=", 0) if context >= 16000 else None
+        rows.append(figure("fit", f"shared files @{context // 1000}K: outputs over 85% not marked fits: false",
+                           entry["over_unmarked"], target, None, "", f"{entry['over']} over, of "
+                           f"{entry['conversations']}; largest output {entry['largest_share']} of the context"))
+        if context == 16000:
+            others = [r for r in entry["fits_false"] if "the latest user message alone" not in r["reason"]]
+            rows.append(figure("fit", "shared files @16K: fits: false for another reason than the latest user "
+                               "message alone", len(others), ("=", 0), None, "",
+                               "; ".join(r["reason"] for r in others)))
+    return rows, {"contexts": found}
+
+
+def fit_mode_figures() -> tuple[list[dict], dict]:
+    """Issue 22 item 5: compression.mode=fit against Hermes' trajectory_compressor at 16K, in the same run."""
+    from benchmarks.measure import figure
+    found = module_json("bench_fit_mode", "--targets", "16000,8000")
+    rows = []
+    for target, judged in found["targets"].items():
+        ours, hermes = judged["ours (embedded)"], judged["hermes"]
+        k = f"{int(target) // 1000}K"
+        rows.append(figure("fitmode", f"Hermes trajectories @{k}: over the target where Hermes gets under it",
+                           ours["over_where_another_fits"], ("=", 0), None, "",
+                           f"ours {ours['over_after']} / Hermes {hermes['over_after']} over, of "
+                           f"{ours['over_before']} before"))
+        rows.append(figure("fitmode", f"Hermes trajectories @{k}: kept turns altered / order broken",
+                           ours["altered_turns"] + ours["order_broken"], ("=", 0), None, "",
+                           f"Hermes: {hermes['altered_turns']} altered, {hermes['order_broken']} broken"))
+        rows.append(figure("fitmode", f"Hermes trajectories @{k}: wall time, ours / Hermes",
+                           round(ours["wall"] / hermes["wall"], 3), None, None, "x",
+                           f"tokens kept {ours['tokens_kept']:,} / {hermes['tokens_kept']:,}"))
+    return rows, found
+
+
 STEPS = {"speed": speed_figures, "nightly": nightly_figures, "quality": quality_figures,
-         "retention": retention_figures, "replay": replay_figures, "tokens": token_figures}
+         "retention": retention_figures, "replay": replay_figures, "tokens": token_figures,
+         "fit": fit_figures, "fitmode": fit_mode_figures}
 
 
 def markdown(rows: list[dict], meta: dict, raw: dict) -> str:

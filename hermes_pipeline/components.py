@@ -36,16 +36,19 @@ class Components:
 
 
 def budgets_from_config(cfg: DictConfig) -> Budgets:
-    return compute_budgets(context_length=int(cfg.model.context_length), threshold=float(cfg.compression.threshold),
-                           target_ratio=float(cfg.compression.target_ratio),
-                           hygiene_threshold=float(cfg.hygiene.threshold))
+    c = cfg.compression
+    target = int(c.target_tokens) if c.mode == "fit" and c.target_tokens else None
+    return compute_budgets(context_length=int(cfg.model.context_length), threshold=float(c.threshold),
+                           target_ratio=float(c.target_ratio), hygiene_threshold=float(cfg.hygiene.threshold),
+                           token_scale=float(cfg.model.token_scale), target_tokens=target)
 
 
 def settings_from_config(cfg: DictConfig) -> Settings:
     c = cfg.compression
     return Settings(protect_first_n=int(c.protect_first_n), protect_last_n=int(c.protect_last_n),
                     prune_min_chars=int(c.prune_min_chars), keep_images=int(c.keep_images),
-                    max_tool_arg_chars=int(c.max_tool_arg_chars))
+                    max_tool_arg_chars=int(c.max_tool_arg_chars), mode=str(c.mode),
+                    target_protect_last_n=int(c.target_protect_last_n))
 
 
 def _instantiate(node: DictConfig, key: str, **kwargs):
@@ -106,8 +109,11 @@ def engine_in_worker(container: dict, store_dir: str) -> ContextEngine:
 
 
 def caching_from_config(cfg: DictConfig) -> CachingPolicy:
-    return caching_policy(cfg.model.name, cfg.model.provider, cfg.prompt_caching.enabled,
-                          cfg.prompt_caching.cache_ttl)
+    policy = caching_policy(cfg.model.name, cfg.model.provider, cfg.prompt_caching.enabled,
+                            cfg.prompt_caching.cache_ttl)
+    if cfg.compression.mode == "fit":     # training data: kept messages are written as they were read
+        return CachingPolicy(False, policy.ttl, policy.native_anthropic, "compression.mode=fit adds no markers")
+    return policy
 
 
 def output_dir(cfg: DictConfig) -> Path | None:

@@ -118,6 +118,8 @@ def table_rows(summary: dict) -> list[tuple[str, str]]:
     rows += [("tokens before", f"{summary['tokens_before']:,}"), ("tokens after", f"{summary['tokens_after']:,}"),
              ("token ratio", "-" if summary["token_ratio"] is None else str(summary["token_ratio"])),
              ("fallbacks", str(summary["fallbacks"]))]
+    if "over_context" in summary:     # outputs that could not be fitted within the safety net's share
+        rows.append(("over context (fits: false)", str(summary["over_context"])))
     quality = summary.get("quality")
     if quality:
         rows.append(("quality score", f"{quality['score']:.3f}"))

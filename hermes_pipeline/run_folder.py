@@ -62,6 +62,8 @@ def conversation_row(conversation: Conversation, messages_after: int, outcome: O
         "error": None,
         "seconds": round(seconds, 4),
         **({"dry_run": summary.estimate} if summary and summary.estimate is not None else {}),
+        "fits": outcome.fits,
+        "fit_reason": outcome.fit_reason,
         **outcome.extra,
     }
 
@@ -74,6 +76,7 @@ def problem_row(source: str, status: str, reason: str, conversation_id: str | No
         "tokens_recorded": None, "summary_tokens": 0, "summarizer": None, "fallback": None,
         "calls": 0, "retries": 0, "cached": False, "usage": {}, "noop_reason": None, "quality": None, "engine": None,
         "engine_fallback": None, "stats": {}, "repairs": [], "error": reason, "seconds": 0.0,
+        "fits": None, "fit_reason": None,
     }
 
 
@@ -100,6 +103,7 @@ class RunTotals:
     removed_files: list[str] = field(default_factory=list)
     removed_outputs_deleted: bool = False    # incremental.prune: their outputs went too
     quarantined_earlier: int = 0    # records an earlier run quarantined, unchanged and still in the input
+    over_context: int = 0       # outputs over the safety net's share of the context (rows with fits: false)
     replay: ReplayTotals = field(default_factory=ReplayTotals)
     quality: "QualityTotals" = field(default_factory=lambda: QualityTotals())
     would: dry_run.Totals = field(default_factory=dry_run.Totals)     # dry_run=true: what a run would do
@@ -112,6 +116,7 @@ class RunTotals:
                 self.split_merged += 1
             elif row["status"] == "compacted":   # of the compacted ones: the share exit 4 is about
                 self.fallbacks += 1
+        self.over_context += row.get("fits") is False
         self.tokens_before += row["tokens_before"] or 0
         self.tokens_after += row["tokens_after"] or 0
         self.summary_tokens += row["summary_tokens"] or 0
@@ -148,6 +153,7 @@ class RunTotals:
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
             "token_ratio": round(self.tokens_after / self.tokens_before, 4) if self.tokens_before else None,
+            "over_context": self.over_context,
             "summary_tokens": self.summary_tokens,
             "summarizer_calls": self.calls,
             "summarizer_retries": self.retries,

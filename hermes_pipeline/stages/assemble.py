@@ -89,8 +89,9 @@ class AssembleStage(Stage):
     phase = 4
 
     def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
-        head = list(plan.original[:plan.head_end])
-        if head and role(head[0]) == "system" and plan.previous_summary is None:
+        head = list(draft.messages[:plan.head_end])     # as pruned: the fit step may clear its tool outputs
+        if head and role(head[0]) == "system" and plan.previous_summary is None and plan.middle \
+                and not plan.verbatim:
             head[0] = add_compaction_note(head[0])
         tail = list(draft.messages[plan.tail_start:])
         compacted = messages_summarized(plan.middle)

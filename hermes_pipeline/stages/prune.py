@@ -4,8 +4,9 @@ Outside the verbatim head and tail: long tool outputs become a placeholder,
 long tool-call arguments are shortened while staying valid JSON (REFERENCE §9),
 and only the newest images are kept (§10). A tail that alone is far over its
 budget gets its older tool outputs demoted too, keeping the last 3 messages
-verbatim (§6): the one place the tail is not verbatim, so that a tail which alone
-fills the context can still be compacted. The summarizer reads the unpruned originals.
+verbatim (§6): so that a tail which alone fills the context can still be compacted.
+The fit step (engine/fit.py) may name more head and tail tool outputs to clear or
+shorten, so that the output fits the context. The summarizer reads the unpruned originals.
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ IMAGE_PLACEHOLDER = "[Image removed to save context space]"
 OVERSIZED_TAIL_FACTOR = 1.5
 TAIL_KEPT_VERBATIM = 3
 ARG_KEEP_CHARS = 1200
+SHORTENED_MARK = "[... {cut:,} characters of this tool output cut so that the conversation fits the context ...]"
+SHORTENED_HEAD_SHARE = 0.6   # of the characters kept: the start of the output; the rest from its end
 
 
 def _shorten_leaves(value, limit: int):
@@ -45,6 +48,50 @@ def shorten_arguments(arguments: str, limit: int) -> str:
     return json.dumps(_shorten_leaves(parsed, limit), ensure_ascii=False)
 
 
+def prune_message(message: dict, s: Settings, stats: Counter) -> dict:
+    """A middle message as prune leaves it: a long tool output cleared, long call arguments shortened (the
+    same object when nothing changes)."""
+    if is_tool_result(message) and len(message_text(message)) > s.prune_min_chars:
+        stats["tool_outputs_pruned"] += 1
+        return {**message, "content": PRUNED_TOOL_OUTPUT}
+    calls = tool_calls(message)
+    if any(len(str(c.get("function", {}).get("arguments", ""))) > s.max_tool_arg_chars for c in calls):
+        shortened = []
+        for call in calls:
+            function = dict(call.get("function") or {})
+            if isinstance(function.get("arguments"), str):
+                function["arguments"] = shorten_arguments(function["arguments"], s.max_tool_arg_chars)
+            shortened.append({**call, "function": function})
+        stats["tool_arguments_shortened"] += 1
+        return {**message, "tool_calls": shortened}
+    return message
+
+
+def shortened_tool_output(message: dict, keep_chars: int) -> dict:
+    """A tool row with its output cut to about `keep_chars` characters: its start and end, and a marker between."""
+    text = message_text(message)
+    if len(text) <= keep_chars:
+        return message
+    start = int(keep_chars * SHORTENED_HEAD_SHARE)
+    end = keep_chars - start
+    mark = SHORTENED_MARK.format(cut=len(text) - keep_chars)
+    return {**message, "content": f"{text[:start]}\n{mark}\n{text[len(text) - end:] if end else ''}"}
+
+
+def cleared_tool_output(message: dict) -> dict:
+    return {**message, "content": PRUNED_TOOL_OUTPUT}
+
+
+def demoted_in_tail(plan: Plan) -> list[int]:
+    """The tail tool outputs an oversized tail loses (REFERENCE §6): all but the last few messages'. Not when
+    nothing is summarized (head and tail cover everything): the fit step alone decides what such a tail loses."""
+    if not plan.middle or sum(plan.counts[plan.tail_start:]) <= OVERSIZED_TAIL_FACTOR * plan.budgets.tail_token_budget:
+        return []
+    last_demotable = len(plan.original) - TAIL_KEPT_VERBATIM
+    return [i for i in range(plan.tail_start, last_demotable)
+            if is_tool_result(plan.original[i]) and len(message_text(plan.original[i])) > plan.settings.prune_min_chars]
+
+
 class PruneStage(Stage):
     name = "prune"
     phase = 1
@@ -52,27 +99,25 @@ class PruneStage(Stage):
     def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
         messages = list(draft.messages)
         for i in range(plan.head_end, plan.tail_start):
-            messages[i] = self._prune_middle_message(messages[i], plan.settings, stats)
+            messages[i] = prune_message(messages[i], plan.settings, stats)
         self._drop_old_images(messages, plan, stats)
-        self._demote_oversized_tail(messages, plan, stats)
+        for i in demoted_in_tail(plan):
+            messages[i] = cleared_tool_output(messages[i])
+            stats["tail_tool_outputs_demoted"] += 1
+        self._fit(messages, plan, stats)
         return draft.but(messages=tuple(messages))
 
     @staticmethod
-    def _prune_middle_message(message: dict, s: Settings, stats: Counter) -> dict:
-        if is_tool_result(message) and len(message_text(message)) > s.prune_min_chars:
-            stats["tool_outputs_pruned"] += 1
-            return {**message, "content": PRUNED_TOOL_OUTPUT}
-        calls = tool_calls(message)
-        if any(len(str(c.get("function", {}).get("arguments", ""))) > s.max_tool_arg_chars for c in calls):
-            shortened = []
-            for call in calls:
-                function = dict(call.get("function") or {})
-                if isinstance(function.get("arguments"), str):
-                    function["arguments"] = shorten_arguments(function["arguments"], s.max_tool_arg_chars)
-                shortened.append({**call, "function": function})
-            stats["tool_arguments_shortened"] += 1
-            return {**message, "tool_calls": shortened}
-        return message
+    def _fit(messages: list[dict], plan: Plan, stats: Counter) -> None:
+        """What the fit step chose, so that the output fits the context."""
+        for i in sorted(plan.pruned):
+            pruned = prune_message(messages[i], plan.settings, Counter())   # counted apart, below
+            if pruned is not messages[i]:
+                stats["fit_tool_outputs_cleared" if is_tool_result(pruned) else "fit_tool_arguments_shortened"] += 1
+                messages[i] = pruned
+        for i, keep_chars in plan.shorten:
+            messages[i] = shortened_tool_output(messages[i], keep_chars)
+            stats["fit_tool_outputs_shortened"] += 1
 
     @staticmethod
     def _drop_old_images(messages: list[dict], plan: Plan, stats: Counter) -> None:
@@ -93,13 +138,3 @@ class PruneStage(Stage):
             new_content.reverse()
             if new_content != content:
                 messages[i] = {**messages[i], "content": new_content}
-
-    @staticmethod
-    def _demote_oversized_tail(messages: list[dict], plan: Plan, stats: Counter) -> None:
-        if sum(plan.counts[plan.tail_start:]) <= OVERSIZED_TAIL_FACTOR * plan.budgets.tail_token_budget:
-            return
-        last_demotable = len(messages) - TAIL_KEPT_VERBATIM
-        for i in range(plan.tail_start, last_demotable):
-            if is_tool_result(messages[i]) and len(message_text(messages[i])) > plan.settings.prune_min_chars:
-                messages[i] = {**messages[i], "content": PRUNED_TOOL_OUTPUT}
-                stats["tail_tool_outputs_demoted"] += 1

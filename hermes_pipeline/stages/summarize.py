@@ -42,11 +42,13 @@ class SummarizeStage(Stage):
     phase = 3
 
     def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
+        if not plan.middle:     # the fit step only cleared head and tail tool outputs: nothing to summarize
+            return draft
         probes = probes_of(draft, plan)     # made once: the embedded summarizer, the guard and the score use them
         request = SummaryRequest(
             conversation_id=plan.conversation_id,
             middle=[m for m in plan.middle if not is_summary_message(m)],
-            budget_tokens=plan.budgets.summary_tokens(plan.middle_tokens),
+            budget_tokens=plan.summary_tokens,
             context_length=plan.budgets.context_length,
             previous_summary=plan.previous_summary,
             head=list(plan.original[:plan.head_end]),
