@@ -72,6 +72,13 @@ def test_truncated_arguments_stay_valid_json():
     assert shorten_arguments('{"a": 1}', 1500) == '{"a": 1}'
 
 
+def test_arguments_that_were_never_json_are_shortened_as_text():
+    patch = "*** Begin Patch\n*** Add File: notes.md\n" + "+note\n" * 1000 + "*** End Patch\n"
+    short = shorten_arguments(patch, 1500)
+    assert short.startswith("*** Begin Patch\n*** Add File: notes.md") and short.endswith("...[truncated]")
+    assert len(short) < 1300
+
+
 def _plan(messages, tail_budget_context=4000, protect_last_n=4):
     from hermes_pipeline.tokens import TokenCounter
     counts = TokenCounter().count_messages(messages)

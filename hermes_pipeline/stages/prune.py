@@ -38,13 +38,15 @@ def _shorten_leaves(value, limit: int):
 
 
 def shorten_arguments(arguments: str, limit: int) -> str:
-    """Shorten long string leaves of a JSON argument string; the result stays valid JSON."""
+    """Shorten long string leaves of a JSON argument string; the result stays valid JSON. Arguments that
+    were never JSON (a Codex custom tool's freeform input, an apply_patch body) are shortened as the text
+    they are: quoting them would turn the tool's input into a JSON string it never took."""
     if len(arguments) <= limit:
         return arguments
     try:
         parsed = json.loads(arguments)
     except (TypeError, ValueError):
-        return json.dumps(arguments[:ARG_KEEP_CHARS] + "...[truncated]")
+        return arguments[:ARG_KEEP_CHARS] + "...[truncated]"
     return json.dumps(_shorten_leaves(parsed, limit), ensure_ascii=False)
 
 
