@@ -39,10 +39,17 @@ def canonical_path(path: str) -> str:
     return re.sub(r"/{2,}", "/", path).rstrip("/")
 
 
+# what no file path holds: shell syntax (`2>/dev/null`), code (`textBlocks.map((c:`), a sed script (`s/const/let/`)
+_NOT_A_PATH = re.compile(r"[()<>|;&={}\[\]$`\"']|^\d*>|^-|^[sy]([/|#,:]).*\1|^[sy]/[^.]*$|\.\.\.")
+
+
 def _checkable(path: str) -> bool:
-    """A bare word (`build`) can't be told apart from prose, so it is no probe."""
+    """A bare word (`build`) can't be told apart from prose, so it is no probe; nor is what only looks like
+    a path because it holds a slash or a dot."""
     if re.match(r"^[A-Za-z][\w+.-]*:", path):
         return False   # a URI or a tool's own address (agent:/x, http://), not a file
+    if _NOT_A_PATH.search(path):
+        return False
     return bool(path) and ("/" in path or "." in path.lstrip(".")) and path not in ("/dev/null", ".", "..")
 
 

@@ -28,6 +28,12 @@ Probe kinds and when each counts as kept:
   same program printed no error, else open ("No such file" about a path the
   agent had just deleted or moved is no error). Kept when the line (whitespace
   collapsed, first ERROR_CHARS characters) is contained in the compacted text.
+- errors_open: those still open at the cut. Kept when quoted without "fixed"
+  just before it: a summary that calls an open error fixed misstates the state.
+- open_tasks: the open items of the latest task list of the middle (TodoWrite,
+  update_plan...), or without one the plan the agent last stated, as tasks
+  (work_state.py). Kept when the first STATE_CHARS characters are named.
+- commits: hashes of the commits made in the middle. Kept as a whole token.
 - identifiers: ids, codes, hashes, URLs, emails, ports, issue numbers and
   amounts first seen in a tool result of the middle and used again later by
   the agent or the user (their text or tool-call arguments). Kept when present
@@ -37,9 +43,11 @@ Probes never hold a secret (redact.py's patterns): user turns and error lines
 are matched as the summary boundary redacts them, and a secret used again later
 is no identifier to keep. So the manifest's `missed` lists carry none either.
 
-WEIGHTS combine the kinds into one score: files written and errors weigh most
-(losing them makes the agent redo or re-break work), user turns and
-identifiers next, files read least (they can be read again).
+WEIGHTS combine the kinds into one score: files written, errors and open tasks
+weigh most (losing them makes the agent redo, re-break or drop work), open
+errors, user turns, identifiers and commits next, files read least (they can be
+read again). A conversation with no probe at all has no score (None): the run's
+headline counts it apart, it does not count as a perfect 1.0.
 """
 from __future__ import annotations
 
@@ -58,10 +66,13 @@ from hermes_pipeline.tool_output import (
 from hermes_pipeline.summarizers.redact import redact_secrets
 from hermes_pipeline.summarizers.speech import asks, is_ack, sentences
 from hermes_pipeline.transcript import is_summary_message, message_text, role, tool_calls
+from hermes_pipeline.work_state import state_probes
 
-WEIGHTS = {"files_written": 3.0, "errors": 3.0, "user_turns": 2.0, "identifiers": 2.0, "files_read": 1.0}
+WEIGHTS = {"files_written": 3.0, "errors": 3.0, "open_tasks": 3.0, "errors_open": 2.0, "user_turns": 2.0,
+           "identifiers": 2.0, "commits": 2.0, "files_read": 1.0}
 KINDS = tuple(WEIGHTS)
 MAX_ERRORS = 8            # the most recent distinct error lines are the ones an agent needs next
+STATE_CHARS = 100         # an open task counts as named when its first characters are
 
 # -- user turns --------------------------------------------------------------------------
 
@@ -119,11 +130,14 @@ class Probes:
     known_paths: set[str] = field(default_factory=set)          # every path seen: decides ambiguous suffixes
     written_at: dict[str, int] = field(default_factory=dict)    # path -> index of its last change
     read_at: dict[str, int] = field(default_factory=dict)       # path -> index of its last read
+    open_tasks: list[str] = field(default_factory=list)   # open task-list items (else the last plan), as named
+    commits: list[str] = field(default_factory=list)      # hashes of the commits made
 
     def totals(self) -> dict[str, int]:
         return {"files_written": len(self.files_written), "files_read": len(self.files_read),
                 "user_turns": len(self.user_turns), "errors": len(self.errors),
-                "identifiers": len(self.identifiers)}
+                "errors_open": sum(not e.fixed for e in self.errors), "identifiers": len(self.identifiers),
+                "open_tasks": len(self.open_tasks), "commits": len(self.commits)}
 
 
 
@@ -219,6 +233,10 @@ def extract_probes(messages: list[dict], removed_indices: Iterable[int], max_err
         probes.errors.append(ErrorProbe(error_probe_text(line), clip_verbatim(verbatim),
                                         normalize(redact_secrets(command))[:200],
                                         fixed or clean_runs.get(key, -1) > index, index))
+    if removed:
+        tasks, probes.commits = state_probes(messages, min(removed), last_removed + 1)
+        # as the summary boundary redacts them, whitespace collapsed, their first STATE_CHARS
+        probes.open_tasks = list(dict.fromkeys(normalize(redact_secrets(t))[:STATE_CHARS] for t in tasks))
     for value, (index, kind) in first_seen.items():
         if kind is not None and index in removed and last_use.get(value, -1) > index \
                 and redact_secrets(value) == value:      # a secret is no value a summary may keep
@@ -280,6 +298,10 @@ class Haystack:
             self._paths[name] = paths, {tail for p in paths for tail in path_suffixes(p)[1:]}
         return self._paths[name]
 
+    def names_open(self, line: str) -> bool:
+        """Whether the text quotes an error line without calling it fixed just before it."""
+        return any("fixed" not in self.text[max(0, i - 60):i].lower() for i in _occurrences(self.text, line))
+
     def names_path(self, path: str, known: set[str]) -> bool:
         if not is_plain_path(path):
             return path in self.text   # spaces or globs: only the exact text names it
@@ -295,6 +317,13 @@ class Haystack:
         return False
 
 
+def _occurrences(text: str, needle: str):
+    start = 0
+    while needle and (i := text.find(needle, start)) >= 0:
+        yield i
+        start = i + 1
+
+
 def check(probes: Probes, compacted_messages: list[dict]) -> dict[str, tuple[list, list]]:
     """(kept, missed) per probe kind."""
     hay = Haystack(conversation_text(compacted_messages))
@@ -305,25 +334,28 @@ def check(probes: Probes, compacted_messages: list[dict]) -> dict[str, tuple[lis
         "files_read": split(probes.files_read, lambda p: hay.names_path(p, known)),
         "user_turns": split(probes.user_turns, lambda units: all(u in hay.text for u in units)),
         "errors": split(probes.errors, lambda e: e.line in hay.text),
+        "errors_open": split([e for e in probes.errors if not e.fixed], lambda e: hay.names_open(e.line)),
         "identifiers": split(list(probes.identifiers), hay.has_token),
+        "open_tasks": split(probes.open_tasks, lambda t: t in hay.text),
+        "commits": split(probes.commits, hay.has_token),
     }
 
 
 def score(probes: Probes, compacted_messages: list[dict]) -> dict:
-    """Per kind {kept, total}, open errors apart, and one weighted `score` in [0, 1]."""
+    """Per kind {kept, total}, and one weighted `score` in [0, 1] (None when there was nothing to probe)."""
     checked = check(probes, compacted_messages)
     out: dict = {kind: {"kept": len(kept), "total": len(kept) + len(missed)} for kind, (kept, missed) in checked.items()}
-    kept_errors, missed_errors = checked["errors"]
-    out["errors_open"] = {"kept": sum(not e.fixed for e in kept_errors),
-                          "total": sum(not e.fixed for e in kept_errors + missed_errors)}
     weighted = [(WEIGHTS[k], out[k]["kept"] / out[k]["total"]) for k in KINDS if out[k]["total"]]
-    out["score"] = round(sum(w * r for w, r in weighted) / sum(w for w, _ in weighted), 4) if weighted else 1.0
-    out["missed"] = {
-        "files_written": checked["files_written"][1], "files_read": checked["files_read"][1],
-        "user_turns": [units[0] for units in checked["user_turns"][1]],
-        "errors": [e.line for e in missed_errors], "identifiers": checked["identifiers"][1],
-    }
+    out["score"] = round(sum(w * r for w, r in weighted) / sum(w for w, _ in weighted), 4) if weighted else None
+    out["missed"] = {kind: [_shown(item) for item in missed] for kind, (_, missed) in checked.items()}
     return out
+
+
+def _shown(item) -> str:
+    """A missed probe as the manifest lists it: a path, a line, a turn's first unit, a value."""
+    if isinstance(item, ErrorProbe):
+        return item.line
+    return item[0] if isinstance(item, list) else item
 
 
 def compaction_bounds(original: list[dict], compacted: list[dict]) -> tuple[int, int] | None:

@@ -159,3 +159,15 @@ def last_plan(messages: list[dict], said: list[tuple[int, str]], end: int) -> Pl
         return Plan(i, tasks[0], tasks[1:MAX_NEXT + 1]) if acted else Plan(i, None, tasks[:MAX_NEXT])
     return None
 
+
+def state_probes(messages: list[dict], start: int, end: int) -> tuple[list[str], list[str]]:
+    """What a summary of messages[start:end] must say about the state: the open items of the latest task
+    list (without one, the plan the agent last stated, as tasks), and the hashes of the commits made."""
+    lists = task_lists(messages, start, end)
+    if lists:
+        tasks = [t.text for t in lists[-1].open]
+    else:
+        plan = last_plan(messages, statements(messages, start, end), end)
+        tasks = ([plan.under_way] if plan and plan.under_way else []) + (plan.next if plan else [])
+    commits = [o.key for o in outcomes(messages, start, end) if o.kind == "commit"]
+    return tasks, list(dict.fromkeys(commits))
