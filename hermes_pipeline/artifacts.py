@@ -128,12 +128,34 @@ def _words(segment: str) -> list[str]:
         return segment.split()
 
 
+def _outside_quotes(text: str, pattern: re.Pattern) -> list[str]:
+    """`text` split where `pattern` matches outside quotes (`grep -E "a|b"` is one command, not two)."""
+    if "'" not in text and '"' not in text:
+        return pattern.split(text)
+    parts, start, quote, i = [], 0, None, 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif (found := pattern.match(text, i)) and found.end() > i:
+            parts.append(text[start:i])
+            start = i = found.end()
+            continue
+        i += 1
+    return parts + [text[start:]]
+
+
+_PIPE = re.compile(r"\|")
+
+
 @functools.lru_cache(maxsize=4096)   # the score and the summarizer parse the same commands
 def command_programs(command: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """(program, arguments) of each simple command, pipelines included, heredoc bodies left out."""
     programs = []
-    for segment in _SEGMENT.split(strip_heredocs(command)):
-        for piece in segment.split("|"):
+    for segment in _outside_quotes(strip_heredocs(command), _SEGMENT):
+        for piece in _outside_quotes(segment, _PIPE):
             words = _words(piece)
             while words and (re.match(r"^\w+=", words[0]) or words[0] in ("sudo", "time", "nohup", "env", "exec")):
                 words = words[1:]
@@ -167,7 +189,7 @@ def command_key(command: str) -> str:
 
 def is_viewer_only(command: str) -> bool:
     firsts = []
-    for segment in _SEGMENT.split(strip_heredocs(command)):
+    for segment in _outside_quotes(strip_heredocs(command), _SEGMENT):
         programs = command_programs(segment)
         if programs:
             firsts.append(programs[0][0])

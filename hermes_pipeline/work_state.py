@@ -20,7 +20,7 @@ PLAN_KEYS = ("todos", "plan", "tasks")
 OPEN_STATUSES = ("in_progress", "pending", "todo", "blocked", "not_started", "open")
 _COMMIT_LINE = re.compile(r"^\[([\w./+-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
 _GH_OUTCOME = re.compile(r"^\s*✓\s+(.{8,200})$", re.M)          # gh prints what it did after a check mark
-_PR_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:pull|issues)/\d+")
+_PR_URL = re.compile(r"(https://github\.com/[\w.-]+/[\w.-]+/(pull|issues)/(\d+))")
 _PUSHED = re.compile(r"^\s*(?:\*\s\[new branch\]|[0-9a-f]{7,}\.\.[0-9a-f]{7,})\s+\S+\s+->\s+(\S+)", re.M)
 # a line that counts tests and says they passed
 _GREEN = re.compile(
@@ -89,8 +89,9 @@ def _result_outcomes(command: str, output: str, index: int) -> list[Outcome]:
     if "gh" in programs:
         for line in _GH_OUTCOME.findall(output):
             out.append(Outcome("gh", normalize(line), normalize(line)[:80], index))
-        for url in dict.fromkeys(_PR_URL.findall(output)):
-            out.append(Outcome("pull request", f"Opened {url}", url, index))
+        for url, kind, number in dict.fromkeys(_PR_URL.findall(output)):
+            what = "pull request" if kind == "pull" else "issue"
+            out.append(Outcome(what, f"Opened {what} #{number}: {url}", url, index))
     if "git" in programs and "push" in command:
         for branch in dict.fromkeys(_PUSHED.findall(output)):
             out.append(Outcome("push", f"Pushed {branch}", branch, index))

@@ -200,5 +200,5 @@ def test_commits_pull_requests_and_green_test_runs_are_done_with_their_ids_and_c
     done = section(ExtractiveSummarizer().summarize(_request(middle)).text, "### Done")
     assert "- Tests pass (pytest): 42 passed in 1.20s" in done
     assert "- Committed 3f2a9c1 on fix/parser: fix(parser): handle empty input" in done
-    assert "- Opened https://github.com/acme/app/pull/53" in done
+    assert "- Opened pull request #53: https://github.com/acme/app/pull/53" in done
     assert "`" not in done                                               # no command line as an outcome

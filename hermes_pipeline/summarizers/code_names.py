@@ -27,6 +27,10 @@ _NAME = re.compile(
     r"|(?<![\w$.])_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*(?![\w$])"    # snake_case, CONSTANT_CASE
     r"|(?<![\w$.])(?:[a-z]+[A-Z]|[A-Z][a-z0-9]+[A-Z])[A-Za-z0-9]*(?![\w$])"   # camelCase, PascalCase
     r"|(?<![\w$.])[A-Za-z_]\w{2,}(?=\((?!s\)))")               # a name called (not "file(s)")
+# paths and file names (`src/a.c`, `vsla_paper_v0.4.pdf`): named as files elsewhere, not names
+_PATHISH = re.compile(r"[\w.~@+-]*/[\w./~@+-]*|[\w-]+(?:\.[\w-]+)*\.[a-z][a-z0-9]{0,5}\b")
+# a file the new text includes or imports: `#include "cpu/a.c"`, `import x from "./y"`, `require("z")`
+_INCLUDE = re.compile(r"#\s*include\s*[\"<]([^\">\s]+)[\">]|\bfrom\s+[\"']([^\"'\s]+)[\"']|\brequire\([\"']([^\"'\s]+)[\"']\)")
 _EDIT_PAIRS = (("old_string", "new_string"), ("old_str", "new_str"), ("oldText", "newText"), ("old", "new"),
                ("search", "replace"), ("old_text", "new_text"))
 _CONTENT_KEYS = ("content", "contents", "text", "file_text", "code", "body", "input")   # input: pi's anchored edits
@@ -67,15 +71,22 @@ def _texts(args: dict) -> tuple[str, str]:
 
 
 def names_in(new: str, old: str = "") -> list[str]:
-    """Names the new text defines, then names it uses that the old text did not; in order, once each."""
-    before = set(_NAME.findall(old)) if old else set()
+    """Names the new text defines, the files it includes, the names it uses that the old text did not, then
+    those both use (the context the change touched); in order, once each."""
+    before = _NAME.findall(old) if old else []
     out: dict[str, None] = {}
     for match in _DEFINITION.finditer(new):
         name = next(g for g in match.groups() if g)
         if name not in _COMMON:
             out.setdefault(name, None)
-    for name in _NAME.findall(new):
-        if name not in before and name not in _COMMON and len(name) >= 3:
+    for found in _INCLUDE.finditer(new):
+        out.setdefault(next(g for g in found.groups() if g), None)
+    seen = set(before)
+    for name in _NAME.findall(_PATHISH.sub(" ", new)):
+        if name not in seen and name not in _COMMON and len(name) >= 3:
+            out.setdefault(name, None)
+    for name in before:
+        if name in new and name not in _COMMON and len(name) >= 3:
             out.setdefault(name, None)
     return list(out)
 
@@ -106,10 +117,22 @@ def mentioned_names(texts: list[str], limit: int) -> list[str]:
     count: dict[str, int] = {}
     last: dict[str, int] = {}
     for position, text in enumerate(texts):
-        for name in set(_MENTION.findall(text)):
+        for name in set(_MENTION.findall(_PATHISH.sub(" ", text))):
             if name in _COMMON or len(name) < 4 or not _lookup_name(name):
                 continue
             count[name] = count.get(name, 0) + 1
             last[name] = position
     ranked = sorted(count, key=lambda n: (-count[n], -last[n], n))
     return ranked[:limit]
+
+
+def change_excerpt(call: dict) -> str | None:
+    """The first line a write or edit call adds (not in the text it replaces), stripped: what the change
+    looks like, for a summary to show beside the file."""
+    new, old = _texts(call_arguments(call))
+    before = {line.strip() for line in old.splitlines()}
+    for line in new.splitlines():
+        line = line.strip().strip("`")
+        if len(line) >= 8 and line not in before and any(c.isalnum() for c in line):
+            return line
+    return None

@@ -19,6 +19,7 @@ the quality score uses.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from hermes_pipeline.artifacts import (
     call_arguments, command_key, file_actions, paired_results, string_leaves,
@@ -26,7 +27,7 @@ from hermes_pipeline.artifacts import (
 from hermes_pipeline.carried import read_trail
 from hermes_pipeline.quality import MAX_ERRORS, extract_probes
 from hermes_pipeline.summarizers.base import SECTIONS, Summarizer, SummaryRequest, SummaryResult
-from hermes_pipeline.summarizers.code_names import changed_names, mentioned_names
+from hermes_pipeline.summarizers.code_names import change_excerpt, changed_names, mentioned_names
 from hermes_pipeline.summarizers.earlier import read_sections
 from hermes_pipeline.summarizers.fit import ARTIFACT, CHATTER, KEY, RECENT, USEFUL, USER_WORDS, Collector, fit, render
 from hermes_pipeline.summarizers.forms import grouped_identifiers, grouped_paths
@@ -40,7 +41,10 @@ from hermes_pipeline.work_state import PLAN_KEYS, task_lists
 
 _ACTION_WORD = {"written": "Created/written", "edited": "Edited", "moved": "Moved away", "deleted": "Deleted"}
 NAMES_PER_LINE = 16
-MAX_HINTS, HINTS_PER_LINE = 60, 20     # lookup hints: the names the work used most
+MIN_PURPOSE_WORDS = 3        # "fix it" says nothing about what a change was for
+# lookup hints, the names the work used most: one per HINT_TOKENS of budget, at least MIN_HINTS, the first
+# lines kept longest (a long middle's summary has room for its less frequent names too)
+MIN_HINTS, HINT_TOKENS, HINTS_PER_LINE = 60, 40, 20
 HINTS_LABEL = "Names used most: "
 # lines this summarizer writes again from the probes, not carried from an earlier summary of its own
 _REWRITTEN = re.compile(r"- (?:\(earlier\) )?(?:Changed \d+ file\(s\), listed under Relevant Files\.|"
@@ -82,7 +86,7 @@ class ExtractiveSummarizer(Summarizer):
         for line in grouped_identifiers({v: k for v, k in seen.items() if v not in probes.identifiers}):
             c.add("## Critical Context", f"- Amounts in tool results: {line}", USEFUL, 1)
         said = add_progress(messages, start, end, probes, lists, latest, c)
-        self._lookup_hints(messages, start, end, said, c)
+        self._lookup_hints(messages, start, end, said, c, max(MIN_HINTS, request.budget_tokens // HINT_TOKENS))
         # one line per file when they all fit; otherwise brace groups, so hundreds of files still fit.
         # Files read come last: as many as the budget allows.
         for forms, must_keep in ((("full", "full-read"), ("full", "full-read")), (("full", "compact-read"), ("full",)),
@@ -96,7 +100,9 @@ class ExtractiveSummarizer(Summarizer):
         return SummaryResult(text=render(lines), summarizer=self.name)
 
     @staticmethod
-    def _lookup_hints(messages: list[dict], start: int, end: int, said: list[tuple[int, str]], c: Collector) -> None:
+    @staticmethod
+    def _lookup_hints(messages: list[dict], start: int, end: int, said: list[tuple[int, str]], c: Collector,
+                      limit: int) -> None:
         """The names the agent and the user wrote most: where to look again for what was dropped."""
         texts = [text for _, text in said]
         for i in range(start, end):
@@ -105,11 +111,11 @@ class ExtractiveSummarizer(Summarizer):
             elif role(messages[i]) == "assistant":
                 texts += [" ".join(string_leaves(args)) for args in map(call_arguments, tool_calls(messages[i]))
                           if not any(k in args for k in PLAN_KEYS)]     # a task list's statuses are no names
-        names = mentioned_names(texts, MAX_HINTS)
-        names += [n for n in c.hints if n not in names][:max(0, MAX_HINTS - len(names))]   # the earlier ones after
+        names = mentioned_names(texts, limit)
+        names += [n for n in c.hints if n not in names][:max(0, limit - len(names))]   # the earlier ones after
         for k in range(0, len(names), HINTS_PER_LINE):
-            c.add("## Critical Context", f"- {HINTS_LABEL}" + ", ".join(names[k:k + HINTS_PER_LINE]),
-                  USEFUL if k == 0 else RECENT, end + k)
+            rank = USEFUL if k == 0 else RECENT if k < MIN_HINTS else CHATTER
+            c.add("## Critical Context", f"- {HINTS_LABEL}" + ", ".join(names[k:k + HINTS_PER_LINE]), rank, end + k)
 
     # -- the artifact trail -------------------------------------------------------
 
@@ -123,9 +129,9 @@ class ExtractiveSummarizer(Summarizer):
             for group, members in grouped_paths(paths):
                 last = max(at[p] for p in members)
                 c.add("## Relevant Files", f"- {_ACTION_WORD[action]}: {group}", ARTIFACT, last, form="compact")
-        notes, names = self._changes(messages, start)
+        changes = self._changes(messages, start)
         for path, actions in probes.files_written.items():
-            said = list(notes.get(path, {}))[-3:]
+            said = list(changes[path].notes)[-3:] if path in changes else []
             why = f": {clip('; '.join(said), 160)}" if said else ""
             c.add("## Relevant Files", f"- {path} ({', '.join(actions)}){why}", ARTIFACT, at[path], form="full")
         for group, members in grouped_paths(probes.files_read, limit=8):
@@ -133,22 +139,23 @@ class ExtractiveSummarizer(Summarizer):
             c.add("## Relevant Files", f"- Read: {group}", RECENT, last, form="compact-read")
         for path in probes.files_read:
             c.add("## Relevant Files", f"- {path} (read)", RECENT, probes.read_at[path], form="full-read")
-        for path, said in notes.items():     # beside brace groups, what each change was for goes on its own lines
-            for text, order in said.items():
-                c.add("## Relevant Files", f"- {_short(path)}: {clip(text, 120)}", RECENT, order, form="compact")
-        for path, (found, order) in names.items():
+        for path, change in changes.items():
             if path not in probes.files_written:
                 continue
-            for k in range(0, len(found), NAMES_PER_LINE):
-                chunk = ", ".join(found[k:k + NAMES_PER_LINE])
-                c.add("## Relevant Files", f"- {_short(path)} names: {chunk}", USEFUL if k == 0 else RECENT, order)
+            for text, order in change.notes.items():   # beside brace groups, what each change was for
+                c.add("## Relevant Files", f"- {_short(path)}: {clip(text, 120)}", RECENT, order, form="compact")
+            for k in range(0, len(change.names), NAMES_PER_LINE):
+                chunk = ", ".join(change.names[k:k + NAMES_PER_LINE])
+                c.add("## Relevant Files", f"- {_short(path)} names: {chunk}", USEFUL if k == 0 else RECENT, change.last)
+            if change.excerpt:
+                c.add("## Relevant Files", f"- {_short(path)} last change adds: `{clip(change.excerpt, 120)}`",
+                      CHATTER, change.last)
 
     @staticmethod
-    def _changes(messages: list[dict], start: int) -> tuple[dict[str, dict[str, int]], dict[str, tuple[list[str], int]]]:
-        """What each change was for (the call's note, else the intention the agent stated with it), and the
-        names each changed file's changes define or touch: path -> ({note: position}, ([names], last position))."""
-        notes: dict[str, dict[str, int]] = {}
-        names: dict[str, tuple[list[str], int]] = {}
+    def _changes(messages: list[dict], start: int) -> dict[str, "_Change"]:
+        """Per changed path: what its changes were for (the call's note, else the intention the agent stated
+        with it, of a few words at least), the names they define or touch, and what the last one adds."""
+        changes: dict[str, _Change] = {}
         for i in range(start, len(messages)):
             if role(messages[i]) != "assistant":
                 continue
@@ -157,13 +164,14 @@ class ExtractiveSummarizer(Summarizer):
                 changed = [p for p, a in file_actions(call, result) if a != "read"]
                 if not changed:
                     continue
+                change = changes.setdefault(changed[0], _Change())
                 said = note(call_arguments(call)) or intent
-                if said:
-                    notes.setdefault(changed[0], {}).setdefault(normalize(said), i)
-                found, _ = names.get(changed[0], ([], i))
-                found += [n for n in changed_names(call) if n not in found]
-                names[changed[0]] = (found, i)
-        return notes, names
+                if said and len(said.split()) >= MIN_PURPOSE_WORDS:
+                    change.notes.setdefault(normalize(said), i)
+                change.names += [n for n in changed_names(call) if n not in change.names]
+                change.excerpt = change_excerpt(call) or change.excerpt
+                change.last = i
+        return changes
 
     def _errors(self, probes, c: Collector) -> None:
         """The last MAX_ERRORS distinct error lines verbatim; older ones after them, alike ones merged."""
@@ -220,6 +228,14 @@ class ExtractiveSummarizer(Summarizer):
             c.add(section, line if len(line) <= 420 else line[:419] + "…", rank, order)
             order += 1
         return goal
+
+
+@dataclass
+class _Change:
+    notes: dict[str, int] = field(default_factory=dict)   # what a change was for -> where it was said
+    names: list[str] = field(default_factory=list)
+    excerpt: str | None = None                            # the first line the last change adds
+    last: int = 0
 
 
 def _short(path: str) -> str:
