@@ -98,14 +98,24 @@ def _result_outcomes(command: str, output: str, index: int) -> list[Outcome]:
     return out
 
 
-def outcomes(messages: list[dict], start: int, end: int) -> list[Outcome]:
+def _telling(command: str | None, commits_only: bool) -> bool:
+    """Whether a command's output can tell an outcome (a commit; a push, a pull request, a test run)."""
+    if command is None:
+        return False
+    if commits_only:
+        return "commit" in command
+    return "git" in command or "gh " in command or bool(TEST_PROGRAMS.search(command))
+
+
+def outcomes(messages: list[dict], start: int, end: int, commits_only: bool = False) -> list[Outcome]:
     """Commits, pull requests, pushes, and the last green run of each test program in messages[start:end]
-    (a later failing run of the same program takes the green one back)."""
+    (a later failing run of the same program takes the green one back); only commits with `commits_only`."""
     found: list[Outcome] = []
     tests: dict[str, Outcome | None] = {}
     for i in range(start, min(end, len(messages))):
-        if role(messages[i]) != "assistant" or not tool_calls(messages[i]):
-            continue
+        if role(messages[i]) != "assistant" or not tool_calls(messages[i]) \
+                or not any(_telling(shell_command(call), commits_only) for call in tool_calls(messages[i])):
+            continue       # no call here can tell one: its results are not read
         for call, result, result_index in paired_results(messages, i):
             command = shell_command(call)
             if command is None or result is None:
@@ -113,7 +123,7 @@ def outcomes(messages: list[dict], start: int, end: int) -> list[Outcome]:
             output = message_text(result)
             found += _result_outcomes(command, output, i)
             key = command_key(command)
-            if not TEST_PROGRAMS.search(key or command.split(" ", 1)[0]):
+            if commits_only or not TEST_PROGRAMS.search(key or command.split(" ", 1)[0]):
                 continue
             if error_lines(output) or _FAILED_COUNT.search(output):
                 tests[key] = None
@@ -170,5 +180,5 @@ def state_probes(messages: list[dict], start: int, end: int) -> tuple[list[str],
     else:
         plan = last_plan(messages, statements(messages, start, end), end)
         tasks = ([plan.under_way] if plan and plan.under_way else []) + (plan.next if plan else [])
-    commits = [o.key for o in outcomes(messages, start, end) if o.kind == "commit"]
+    commits = [o.key for o in outcomes(messages, start, end, commits_only=True) if o.kind == "commit"]
     return tasks, list(dict.fromkeys(commits))

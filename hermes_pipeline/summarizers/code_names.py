@@ -28,7 +28,7 @@ _NAME = re.compile(
     r"|(?<![\w$.])(?:[a-z]+[A-Z]|[A-Z][a-z0-9]+[A-Z])[A-Za-z0-9]*(?![\w$])"   # camelCase, PascalCase
     r"|(?<![\w$.])[A-Za-z_]\w{2,}(?=\((?!s\)))")               # a name called (not "file(s)")
 # paths and file names (`src/a.c`, `vsla_paper_v0.4.pdf`): named as files elsewhere, not names
-_PATHISH = re.compile(r"[\w.~@+-]*/[\w./~@+-]*|[\w-]+(?:\.[\w-]+)*\.[a-z][a-z0-9]{0,5}\b")
+_PATHISH = re.compile(r"(?<![\w.~@+-])[\w.~@+-]*/[\w./~@+-]*|\b[\w-]+(?:\.[\w-]+)*\.[a-z][a-z0-9]{0,5}\b")
 # a file the new text includes or imports: `#include "cpu/a.c"`, `import x from "./y"`, `require("z")`
 _INCLUDE = re.compile(r"#\s*include\s*[\"<]([^\">\s]+)[\">]|\bfrom\s+[\"']([^\"'\s]+)[\"']|\brequire\([\"']([^\"'\s]+)[\"']\)")
 _EDIT_PAIRS = (("old_string", "new_string"), ("old_str", "new_str"), ("oldText", "newText"), ("old", "new"),
@@ -91,10 +91,13 @@ def names_in(new: str, old: str = "") -> list[str]:
     return list(out)
 
 
+SCAN_CHARS = 8000    # of a change's new and old text, read for names (a whole file written is mostly body)
+
+
 def changed_names(call: dict) -> list[str]:
     """The names one write or edit call defines or touches."""
     new, old = _texts(call_arguments(call))
-    return names_in(new, old) if new else []
+    return names_in(new[:SCAN_CHARS], old[:SCAN_CHARS]) if new else []
 
 
 _DOTTED = re.compile(r"(?<![\w$.])[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?![\w$])")

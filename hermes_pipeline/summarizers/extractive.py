@@ -45,6 +45,7 @@ MIN_PURPOSE_WORDS = 3        # "fix it" says nothing about what a change was for
 # lookup hints, the names the work used most: one per HINT_TOKENS of budget, at least MIN_HINTS, the first
 # lines kept longest (a long middle's summary has room for its less frequent names too)
 MIN_HINTS, HINT_TOKENS, HINTS_PER_LINE = 60, 40, 20
+HINT_LEAF_CHARS = 2000       # longer call arguments (a file's content) are not read for hints
 HINTS_LABEL = "Names used most: "
 # lines this summarizer writes again from the probes, not carried from an earlier summary of its own
 _REWRITTEN = re.compile(r"- (?:\(earlier\) )?(?:Changed \d+ file\(s\), listed under Relevant Files\.|"
@@ -109,8 +110,10 @@ class ExtractiveSummarizer(Summarizer):
             if role(messages[i]) == "user" and not is_summary_message(messages[i]):
                 texts.append(message_text(messages[i]))
             elif role(messages[i]) == "assistant":
-                texts += [" ".join(string_leaves(args)) for args in map(call_arguments, tool_calls(messages[i]))
-                          if not any(k in args for k in PLAN_KEYS)]     # a task list's statuses are no names
+                # commands, paths, short edits; a file's content is named by its own names line, and a task
+                # list's statuses are no names
+                texts += [" ".join(leaf for leaf in string_leaves(args) if len(leaf) <= HINT_LEAF_CHARS)
+                          for args in map(call_arguments, tool_calls(messages[i])) if not any(k in args for k in PLAN_KEYS)]
         names = mentioned_names(texts, limit)
         names += [n for n in c.hints if n not in names][:max(0, limit - len(names))]   # the earlier ones after
         for k in range(0, len(names), HINTS_PER_LINE):

@@ -71,7 +71,9 @@ def fit(lines: list[Line], budget: int, counter) -> list[Line]:
     per line (linear); the rendered text is counted at the end and trimmed further
     in the rare case that joining lines cost more.
     """
-    headings = counter.count_text("\n".join(SECTIONS))
+    present = {line.section for line in lines} | ({"## Progress"} if any(
+        line.section in PROGRESS_PARTS for line in lines) else set())
+    headings = counter.count_text("\n".join(s for s in SECTIONS if s in present))   # empty sections are left out
     costs = [counter.count_text(line.text) + 1 for line in lines]
     total = headings + sum(costs)
     keep = [True] * len(lines)

@@ -80,12 +80,13 @@ def add_task_lists(lists: list[TaskList], c: Collector) -> None:
                 c.add("### Done", "- " + clip(task.text), USEFUL, older.index)
     for task in latest.tasks:
         section = _STATUS_SECTION.get(task.status, "## Next Steps")
-        c.add(section, "- " + clip(task.text), USEFUL if section == "### Done" else KEY, latest.index)
+        rank = {"### Done": USEFUL, "### In Progress": ARTIFACT}.get(section, KEY)   # the task under way stays longest
+        c.add(section, "- " + clip(task.text), rank, latest.index)
 
 
 def add_outcomes(messages: list[dict], start: int, end: int, c: Collector) -> None:
     for outcome in outcomes(messages, start, end):
-        rank = USEFUL if outcome.kind == "push" else KEY
+        rank = {"push": USEFUL, "commit": ARTIFACT}.get(outcome.kind, KEY)     # a commit's hash is kept longest
         c.add("### Done", "- " + clip(outcome.text), rank, outcome.index)
     for i in range(start, end):
         if role(messages[i]) == "assistant":
@@ -167,8 +168,8 @@ def add_state_at_cut(messages: list[dict], start: int, end: int, said: list[tupl
     """What was under way when the middle ends, and what comes next."""
     plan = last_plan(messages, said, end)
     if plan is not None:
-        if plan.under_way:
-            c.add("### In Progress", "- " + clip(plan.under_way), KEY, plan.index)
+        if plan.under_way:     # what the agent was doing: kept like the newest artifacts when the budget is short
+            c.add("### In Progress", "- " + clip(plan.under_way), ARTIFACT, plan.index)
         for task in plan.next:
             c.add("## Next Steps", "- " + clip(task), KEY, plan.index)
     open_errors = [e for e in probes.errors if not e.fixed]

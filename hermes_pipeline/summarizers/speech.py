@@ -34,6 +34,7 @@ _SPECULATION = re.compile(
     r"but\b|hmm|wait|actually|let me|let's|hypothes|alternative(?:ly)?\b)|\.\.\.|…|\?", re.I)
 # a name, a number, a path, a quoted symbol: what makes a sentence say something particular
 _SPECIFIC = re.compile(r"`[^`]+`|\d|\w/\w|\w\.\w|\w_\w|[a-z][A-Z]|#\d")
+_BULLET_MARK = re.compile(r"^(?:[-*+•]\s+|\d+[.)]\s+|\(earlier\)\s+)")
 _ACK_ONLY = re.compile(r"^[\W\d_]*(?:\S+\s?){1,3}[.!]$")     # "Done." "All good!"
 # what marks a sentence as a choice made for a reason
 DECISION = re.compile(
@@ -105,8 +106,8 @@ def as_statement(sentence: str) -> str:
 
 def is_talk(text: str) -> bool:
     """A line that is conversation, not state: an opener of speech, or an acknowledgement alone."""
-    text = re.sub(r"^[-*+•]\s+|^\d+[.)]\s+|^\(earlier\)\s+", "", text.strip()).strip("*_—–-: ")
-    return bool(_TALK_START.match(text)) or (bool(_ACK_ONLY.match(text)) and len(text) < 25
+    text = _BULLET_MARK.sub("", text.strip()).strip("*_—–-: ")
+    return bool(_TALK_START.match(text)) or (len(text) < 25 and bool(_ACK_ONLY.match(text))
                                              and not _CONTENT_MARK.search(text))
 
 
