@@ -51,6 +51,7 @@ headline counts it apart, it does not count as a perfect 1.0.
 """
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -141,8 +142,18 @@ class Probes:
 
 
 
+_QUOTED = re.compile(r"['‘`\"]([^'’`\"\s]+)['’`\"]")
 _NOT_FOUND = re.compile(r"No such file or directory|cannot access|not found|does not exist|cannot find|"
                         r"cannot stat", re.I)
+
+
+def _names_gone(line: str, gone: set[str]) -> bool:
+    """Whether a "not found" line is about a path deleted or moved away before: named, or matched by the
+    pattern it quotes (`ls: cannot access 'img/smoke*'`)."""
+    if any(name in line for name in gone):
+        return True
+    quoted = [q for q in _QUOTED.findall(line) if "*" in q or "?" in q]
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in quoted for name in gone)
 
 
 def extract_probes(messages: list[dict], removed_indices: Iterable[int], max_errors: int | None = MAX_ERRORS) -> Probes:
@@ -222,7 +233,7 @@ def extract_probes(messages: list[dict], removed_indices: Iterable[int], max_err
                 clean_runs[key] = result_index
             elif result_index in removed:
                 for line in map(redact_secrets, found):
-                    if _NOT_FOUND.search(line) and any(name in line for name in gone):
+                    if _NOT_FOUND.search(line) and _names_gone(line, gone):
                         continue       # the agent checking that what it removed is gone: no error
                     position += 1
                     errors.pop(normalize(line), None)        # re-inserted: dict order = last occurrence

@@ -202,3 +202,13 @@ def test_commits_pull_requests_and_green_test_runs_are_done_with_their_ids_and_c
     assert "- Committed 3f2a9c1 on fix/parser: fix(parser): handle empty input" in done
     assert "- Opened pull request #53: https://github.com/acme/app/pull/53" in done
     assert "`" not in done                                               # no command line as an outcome
+
+def test_key_decisions_are_choices_not_narration_guesses_or_code():
+    said = ("I'll use orjson instead of json for the cache because it is faster. "
+            "The overlay was drawn rather than clipped. Maybe the root cause is the cache. "
+            "Let me first fix the current error.\n/** Switch to different session file */\n"
+            "Decision: keep the public API unchanged - callers depend on it.")
+    middle = [user("Speed up the cache."), assistant(said)]
+    decisions = section(ExtractiveSummarizer().summarize(_request(middle)).text, "## Key Decisions").splitlines()
+    assert decisions == ["- use orjson instead of json for the cache because it is faster.",
+                         "- Decision: keep the public API unchanged - callers depend on it."]

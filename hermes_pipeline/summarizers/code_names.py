@@ -129,6 +129,10 @@ def mentioned_names(texts: list[str], limit: int) -> list[str]:
     return ranked[:limit]
 
 
+# lines of a change that are not its content: pi's anchors (`§path`, `≔12ab`), a placeholder for evicted text
+_NOT_CONTENT = re.compile(r"^(?:§|[≔»«]\w+(?:\.\.\w+)?$|\[[^\]]*\]$)")
+
+
 def change_excerpt(call: dict) -> str | None:
     """The first line a write or edit call adds (not in the text it replaces), stripped: what the change
     looks like, for a summary to show beside the file."""
@@ -136,6 +140,6 @@ def change_excerpt(call: dict) -> str | None:
     before = {line.strip() for line in old.splitlines()}
     for line in new.splitlines():
         line = line.strip().strip("`")
-        if len(line) >= 8 and line not in before and any(c.isalnum() for c in line):
+        if len(line) >= 8 and line not in before and any(c.isalnum() for c in line) and not _NOT_CONTENT.match(line):
             return line
     return None

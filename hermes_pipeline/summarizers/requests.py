@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from hermes_pipeline.quality import LONG_TURN_CHARS, substantive_user_text, user_turn_units
 from hermes_pipeline.summarizers.fit import KEY, USER_WORDS, Collector
 from hermes_pipeline.summarizers.redact import strip_think
-from hermes_pipeline.summarizers.speech import asks, is_ack, sentences
+from hermes_pipeline.summarizers.speech import asks, is_ack, plain, sentences
 from hermes_pipeline.tool_output import normalize
 from hermes_pipeline.transcript import is_summary_message, message_text, role, visible_role
 
@@ -89,7 +89,7 @@ def add_user_words(head: list[dict], middle_start: int, messages: list[dict], c:
     requests = [t for t in turns if t.asked is None]
     for turn in turns:
         if turn.asked is not None:
-            c.add("## Key Decisions", f"- Asked: {_clip(turn.asked, 160)} — user: {normalize(turn.text)}",
+            c.add("## Key Decisions", f"- Asked: {_clip(plain(turn.asked), 160)} — user: {normalize(turn.text)}",
                   USER_WORDS, turn.index)
         rules_from(turn.text, c, turn.index)
     for n, turn in enumerate(requests):

@@ -31,17 +31,19 @@ _TALK_START = re.compile(
 # a thought, not a finding: a guess, a doubt, a condition, a sentence that trails off
 _SPECULATION = re.compile(
     r"^(?:maybe|perhaps|what if|reconsider|possibl|probabl|i suspect|i think|i guess|i wonder|if\b|unless|or\b|when\b|"
-    r"but\b|hmm|wait|actually|let me|let's|hypothes|alternative(?:ly)?\b)|\.\.\.|…|\?", re.I)
+    r"but\b|hmm|wait|actually|let me|let's|hypothes|alternative(?:ly)?\b|however|regardless|given\b|since\b|"
+    r"although|though\b|while\b)|\.\.\.|…|\?|\b(?:likely|probably|might|seems?|suggests?|i suspect|not sure)\b", re.I)
 # a name, a number, a path, a quoted symbol: what makes a sentence say something particular
 _SPECIFIC = re.compile(r"`[^`]+`|\d|\w/\w|\w\.\w|\w_\w|[a-z][A-Z]|#\d")
 _BULLET_MARK = re.compile(r"^(?:[-*+•]\s+|\d+[.)]\s+|\(earlier\)\s+)")
 _ACK_ONLY = re.compile(r"^[\W\d_]*(?:\S+\s?){1,3}[.!]$")     # "Done." "All good!"
 # what marks a sentence as a choice made for a reason
-DECISION = re.compile(
-    r"\b(?:instead of|rather than|switch(?:ed|ing)? to|decided|decision|chose|opt(?:ed)? for|going with|"
-    r"go with|the fix is|root cause|trade-?off|prefer(?:red)? over|set (?:the )?[\w -]{1,40}? to \d)", re.I)
-# "switch to" is a choice only when someone makes it ("I'll switch to", "switched to"), not "when switching to"
-_SWITCH = re.compile(r"\b(?:i'll|we'll|let's|decided to|will) switch to\b|\bswitched to\b", re.I)
+# a choice in so many words: decided, chose, went with, the fix, the root cause, a setting
+_CHOSEN = re.compile(
+    r"\b(?:decided|decision|chose|opt(?:ed)? for|going with|go with|the fix is|root cause|trade-?off|switched to|"
+    r"(?:i'll|we'll|let's|will) switch to|prefer(?:red)? [\w` -]{1,40} over|set (?:the )?[\w -]{1,40}? to \d)", re.I)
+# what a choice replaces: a choice when the agent states it as its own intention ("I'll use X instead of Y")
+_REPLACES = re.compile(r"\b(?:instead of|rather than)\b", re.I)
 _CODE_MARKS = ("{", "}", ";", "=>", "()", "*/", "/*", " = ", "::", "->")
 _CODE_START = re.compile(r"^(?:/\*|\*|//|#include|#define|def |class |function |const |let |var |import |from \w+ import|"
                          r"return\b|if \(|for \(|[\w.]+\(.*\)\s*[;{]?$)")
@@ -125,10 +127,11 @@ def has_specifics(text: str) -> bool:
 
 
 def is_decision(sentence: str) -> bool:
-    """A choice stated with what it replaces or why (not code, not a question, not a guess)."""
-    return ((bool(DECISION.search(sentence)) or bool(_SWITCH.search(sentence))) and not QUESTION.search(sentence)
-            and not is_speculation(sentence)
-            and not is_code_fragment(sentence) and len(sentence.split()) >= 5)
+    """A choice: stated in so many words, or an intention with what it replaces (not code, not a question,
+    not a guess or an observation)."""
+    if QUESTION.search(sentence) or is_speculation(sentence) or is_code_fragment(sentence) or len(sentence.split()) < 5:
+        return False
+    return bool(_CHOSEN.search(sentence)) or (bool(_REPLACES.search(sentence)) and as_task(sentence) is not None)
 
 
 def is_ack(text: str) -> bool:
