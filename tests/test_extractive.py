@@ -212,3 +212,14 @@ def test_key_decisions_are_choices_not_narration_guesses_or_code():
     decisions = section(ExtractiveSummarizer().summarize(_request(middle)).text, "## Key Decisions").splitlines()
     assert decisions == ["- use orjson instead of json for the cache because it is faster.",
                          "- Decision: keep the public API unchanged - callers depend on it."]
+
+
+def test_the_next_steps_the_agent_listed_in_its_last_report_are_next_steps():
+    report = ("The parser is ported; 12 tests pass.\n\n**Next steps:**\n1. Port the lexer tests\n"
+              "2. Wire `parse_file` into the CLI\n\nI will look at the next thing later.\n- stray item")
+    middle = [user("Port the parser."), calls(("e", "edit_file", {"path": "src/p.c", "old": "a", "new": "b"})),
+              result("e", "ok"), assistant(report)]
+    text = ExtractiveSummarizer().summarize(_request(middle)).text
+    steps = section(text, "## Next Steps").splitlines()
+    assert "- Port the lexer tests" in steps and "- Wire `parse_file` into the CLI" in steps
+    assert "stray item" not in text

@@ -29,6 +29,7 @@ _NAME = re.compile(
     r"|(?<![\w$.])[A-Za-z_]\w{2,}(?=\((?!s\)))")               # a name called (not "file(s)")
 # paths and file names (`src/a.c`, `vsla_paper_v0.4.pdf`): named as files elsewhere, not names
 _PATHISH = re.compile(r"(?<![\w.~@+-])[\w.~@+-]*/[\w./~@+-]*|\b[\w-]+(?:\.[\w-]+)*\.[a-z][a-z0-9]{0,5}\b")
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 # a file the new text includes or imports: `#include "cpu/a.c"`, `import x from "./y"`, `require("z")`
 _INCLUDE = re.compile(r"#\s*include\s*[\"<]([^\">\s]+)[\">]|\bfrom\s+[\"']([^\"'\s]+)[\"']|\brequire\([\"']([^\"'\s]+)[\"']\)")
 _EDIT_PAIRS = (("old_string", "new_string"), ("old_str", "new_str"), ("oldText", "newText"), ("old", "new"),
@@ -43,7 +44,13 @@ _COMMON = frozenset({"print", "printf", "sizeof", "return", "include", "define",
                      "strlen", "strcmp", "fprintf", "snprintf", "size_t", "uint8_t", "uint16_t", "uint32_t",
                      "uint64_t", "int8_t", "int16_t", "int32_t", "int64_t", "bool", "NULL", "None", "True", "False",
                      "\\begin", "\\end", "\\item", "\\label", "\\ref", "\\cite", "\\text", "\\frac", "\\left",
-                     "\\right", "\\mathbb", "\\mathcal", "\\mathbf", "\\emph", "\\section", "\\subsection"})
+                     "\\right", "\\mathbb", "\\mathcal", "\\mathbf", "\\emph", "\\section", "\\subsection",
+                     # keywords of C, CMake, Rust, JavaScript and Python, and words a comment puts after one
+                     "else", "elif", "elseif", "endif", "endforeach", "endwhile", "endfunction", "foreach", "list",
+                     "while", "switch", "case", "break", "continue", "struct", "char", "void", "long", "short",
+                     "double", "float", "unsigned", "signed", "const", "extern", "inline", "enum", "union",
+                     "typedef", "volatile", "goto", "mut", "new", "Some", "Err", "cfg", "impl", "pub", "use", "mod",
+                     "let", "var", "with", "and", "not", "for", "the", "declarations", "definitions", "tests"})
 
 
 def _texts(args: dict) -> tuple[str, str]:
@@ -75,7 +82,7 @@ def names_in(new: str, old: str = "") -> list[str]:
     those both use (the context the change touched); in order, once each."""
     before = _NAME.findall(old) if old else []
     out: dict[str, None] = {}
-    for match in _DEFINITION.finditer(new):
+    for match in _DEFINITION.finditer(_COMMENT.sub(" ", new)):     # "/* type declarations */" defines nothing
         name = next(g for g in match.groups() if g)
         if name not in _COMMON:
             out.setdefault(name, None)

@@ -38,6 +38,7 @@ _STATUS_SECTION = {"completed": "### Done", "done": "### Done", "in_progress": "
                    "blocked": "### Blocked"}
 MAX_REPORTED = 40    # the newest lines of what the agent reported
 MAX_PROGRAMS = 8     # programs whose last run is named
+MAX_LISTED = 6       # items of the next steps the agent last listed
 
 
 def clip(text: str, limit: int = MAX_LINE_CHARS) -> str:
@@ -163,6 +164,39 @@ def add_reports(messages: list[dict], said: list[tuple[int, str]], end: int, c: 
         c.add(section, "- " + line, rank, i)
 
 
+_NEXT_LABEL = re.compile(r"^[#*\s]*[^\n]{0,30}\b(?:next|remaining|to ?do|pending|follow[- ]?ups?|priorities)\b[^\n]{0,30}$",
+                         re.I)
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+(.+)$")
+
+
+def listed_next(text: str) -> list[str]:
+    """The items an agent listed under a "Next steps" / "Remaining" / "TODO" label in a message."""
+    items, listing = [], False
+    for line in text.splitlines():
+        label = line.lstrip().startswith("#") or "**" in line or line.rstrip().endswith((":", "："))
+        if label and len(line) <= 70 and _NEXT_LABEL.match(line) and not _LIST_ITEM.match(line):
+            listing, items = True, []          # the last such list of the message counts
+            continue
+        item = _LIST_ITEM.match(line)
+        if listing and item:
+            items.append(plain(item.group(1)))
+        elif listing and line.strip():
+            listing = False
+    return [i for i in items if len(i.split()) >= 2 and not is_talk(i)]
+
+
+def add_listed_next(messages: list[dict], said: list[tuple[int, str]], end: int, lists: list[TaskList],
+                    c: Collector) -> None:
+    """The next steps the agent listed in its last report to the user (the message that ended its last
+    turn), unless a newer task list says what is next."""
+    closing = [(i, text) for i, text in said if _closes_turn(messages, i, end)]
+    if not closing or (lists and lists[-1].index > closing[-1][0]):
+        return
+    i, text = closing[-1]
+    for item in listed_next(text)[:MAX_LISTED]:
+        c.add("## Next Steps", "- " + clip(item), KEY, i)
+
+
 def add_state_at_cut(messages: list[dict], start: int, end: int, said: list[tuple[int, str]],
                      lists: list[TaskList], probes, latest_request: tuple[int, str] | None, c: Collector) -> None:
     """What was under way when the middle ends, and what comes next."""
@@ -197,6 +231,7 @@ def add_progress(messages: list[dict], start: int, end: int, probes, lists: list
     add_reports(messages, said, end, c)
     add_decisions(said, c)
     add_state_at_cut(messages, start, end, said, lists, probes, latest_request, c)
+    add_listed_next(messages, said, end, lists, c)
     if probes.files_written:
         c.add("### Done", f"- Changed {len(probes.files_written)} file(s), listed under Relevant Files.", KEY, end)
     return said
