@@ -29,7 +29,7 @@ from hermes_pipeline.quality import MAX_ERRORS, extract_probes
 from hermes_pipeline.summarizers.base import SECTIONS, Summarizer, SummaryRequest, SummaryResult
 from hermes_pipeline.summarizers.code_names import change_excerpt, changed_names, mentioned_names
 from hermes_pipeline.summarizers.earlier import read_sections
-from hermes_pipeline.summarizers.fit import ARTIFACT, CHATTER, KEY, RECENT, USEFUL, USER_WORDS, Collector, fit, render
+from hermes_pipeline.summarizers.fit import ARTIFACT, CHATTER, KEY, RECENT, USEFUL, Collector, fit, render
 from hermes_pipeline.summarizers.forms import grouped_identifiers, grouped_paths
 from hermes_pipeline.summarizers.progress import add_progress, clip, note
 from hermes_pipeline.summarizers.requests import add_user_words, user_turns
