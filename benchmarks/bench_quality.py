@@ -31,7 +31,7 @@ from hermes_pipeline.quality import KINDS, extract_probes, score
 from tests.helpers.env import CORPUS, LONG_SESSIONS
 from tests.helpers.sessions import make_engine, measure, read_conversations
 
-SHOWN = KINDS + ("errors_open",)
+SHOWN = KINDS
 
 
 def shared_files() -> list[Path]:
@@ -99,16 +99,19 @@ def main(argv: list[str] | None = None) -> int:
             count += 1
             add(totals, result)
             add(overall, result)
-            scores.append(result["score"])
+            if result["score"] is not None:      # a conversation with nothing to probe has no score
+                scores.append(result["score"])
             if result["summary_tokens"] > result["budget"]:
                 over_budget.append((path.name, conversation.id, result["summary_tokens"], result["budget"]))
             if args.show_missed and any(result["missed"].values()):
                 print(f"  missed in {conversation.id}: {json.dumps(result['missed'], ensure_ascii=False)[:1500]}")
         if not count:
             continue
-        mean = sum(scores) / len(scores)
-        print(f"{path.name[:44]:44} {count:>4} " + " ".join(f"{ratio(totals[k]):>18}" for k in SHOWN) + f" {mean:>6.3f}")
-        rows.append({"file": str(path), "compacted": count, "mean_score": round(mean, 4), **totals})
+        mean = sum(scores) / len(scores) if scores else None
+        shown = f"{mean:>6.3f}" if mean is not None else f"{'–':>6}"
+        print(f"{path.name[:44]:44} {count:>4} " + " ".join(f"{ratio(totals[k]):>18}" for k in SHOWN) + f" {shown}")
+        rows.append({"file": str(path), "compacted": count, "mean_score": round(mean, 4) if scores else None,
+                     **totals})
     print(f"{'ALL':44} {'':>4} " + " ".join(f"{ratio(overall[k]):>18}" for k in SHOWN))
     print(f"summaries over budget: {len(over_budget)}" + "".join(f"\n  {o}" for o in over_budget[:10]))
     if args.own_summaries:
@@ -118,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             result = own_summaries(path) if path.suffix == ".jsonl" else None
             if result:
                 add(own, result)
-                print(f"{path.name[:44]:44} " + " ".join(f"{ratio(result[k]):>18}" for k in SHOWN)
-                      + f" {result['score']:>6.3f}")
+                shown = f"{result['score']:>6.3f}" if result["score"] is not None else f"{'–':>6}"
+                print(f"{path.name[:44]:44} " + " ".join(f"{ratio(result[k]):>18}" for k in SHOWN) + f" {shown}")
         if own:
             print(f"{'ALL':44} " + " ".join(f"{ratio(own[k]):>18}" for k in SHOWN))
     if args.json:

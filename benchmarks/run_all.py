@@ -25,7 +25,8 @@ from pathlib import Path
 AREAS = ("speed", "nightly", "quality", "retention", "replay", "tokens", "fit", "fitmode")
 QUALITY_TARGETS = {"files_written": ("files created/edited", 0.95), "user_turns": ("user turns", 0.98),
                    "errors": ("last errors", 0.80), "identifiers": ("identifiers", 0.80),
-                   "files_read": ("files read", None), "errors_open": ("errors still open", None)}
+                   "files_read": ("files read", None), "errors_open": ("errors still open", None),
+                   "open_tasks": ("open tasks / last plan", None), "commits": ("commits", None)}
 
 
 def retention(seeds=range(1, 21)) -> dict:

@@ -39,10 +39,17 @@ def canonical_path(path: str) -> str:
     return re.sub(r"/{2,}", "/", path).rstrip("/")
 
 
+# what no file path holds: shell syntax (`2>/dev/null`), code (`textBlocks.map((c:`), a sed script (`s/const/let/`)
+_NOT_A_PATH = re.compile(r"[()<>|;&={}\[\]$`\"']|^\d*>|^-|^[sy]([/|#,:]).*\1|^[sy]/[^.]*$|\.\.\.")
+
+
 def _checkable(path: str) -> bool:
-    """A bare word (`build`) can't be told apart from prose, so it is no probe."""
+    """A bare word (`build`) can't be told apart from prose, so it is no probe; nor is what only looks like
+    a path because it holds a slash or a dot."""
     if re.match(r"^[A-Za-z][\w+.-]*:", path):
         return False   # a URI or a tool's own address (agent:/x, http://), not a file
+    if _NOT_A_PATH.search(path):
+        return False
     return bool(path) and ("/" in path or "." in path.lstrip(".")) and path not in ("/dev/null", ".", "..")
 
 
@@ -121,12 +128,34 @@ def _words(segment: str) -> list[str]:
         return segment.split()
 
 
+def _outside_quotes(text: str, pattern: re.Pattern) -> list[str]:
+    """`text` split where `pattern` matches outside quotes (`grep -E "a|b"` is one command, not two)."""
+    if "'" not in text and '"' not in text:
+        return pattern.split(text)
+    parts, start, quote, i = [], 0, None, 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif (found := pattern.match(text, i)) and found.end() > i:
+            parts.append(text[start:i])
+            start = i = found.end()
+            continue
+        i += 1
+    return parts + [text[start:]]
+
+
+_PIPE = re.compile(r"\|")
+
+
 @functools.lru_cache(maxsize=4096)   # the score and the summarizer parse the same commands
 def command_programs(command: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """(program, arguments) of each simple command, pipelines included, heredoc bodies left out."""
     programs = []
-    for segment in _SEGMENT.split(strip_heredocs(command)):
-        for piece in segment.split("|"):
+    for segment in _outside_quotes(strip_heredocs(command), _SEGMENT):
+        for piece in _outside_quotes(segment, _PIPE):
             words = _words(piece)
             while words and (re.match(r"^\w+=", words[0]) or words[0] in ("sudo", "time", "nohup", "env", "exec")):
                 words = words[1:]
@@ -160,7 +189,7 @@ def command_key(command: str) -> str:
 
 def is_viewer_only(command: str) -> bool:
     firsts = []
-    for segment in _SEGMENT.split(strip_heredocs(command)):
+    for segment in _outside_quotes(strip_heredocs(command), _SEGMENT):
         programs = command_programs(segment)
         if programs:
             firsts.append(programs[0][0])

@@ -121,13 +121,18 @@ def table_rows(summary: dict) -> list[tuple[str, str]]:
     if "over_context" in summary:     # outputs that could not be fitted within the safety net's share
         rows.append(("over context (fits: false)", str(summary["over_context"])))
     quality = summary.get("quality")
-    if quality:
-        rows.append(("quality score", f"{quality['score']:.3f}"))
+    if quality and quality.get("score") is not None:
+        rows.append((f"quality score (mean of {quality['conversations']})", f"{quality['score']:.3f}"))
+        rows.append(("quality, worst tenth", f"{quality['worst_tenth']:.3f}"))
         for kind, label in (("files_written", "files changed kept"), ("errors", "last errors kept"),
-                            ("user_turns", "user turns kept"), ("identifiers", "identifiers kept"),
-                            ("files_read", "files read kept")):
-            if quality[kind]["total"]:
-                rows.append((label, f"{quality[kind]['kept']}/{quality[kind]['total']}"))
+                            ("errors_open", "open errors kept"), ("open_tasks", "open tasks kept"),
+                            ("commits", "commits kept"), ("user_turns", "user turns kept"),
+                            ("identifiers", "identifiers kept"), ("files_read", "files read kept")):
+            entry = quality.get(kind) or {}
+            if entry.get("total"):
+                rows.append((label, f"{entry['kept']}/{entry['total']} ({entry['kept'] / entry['total']:.0%})"))
+    if quality and quality.get("without_probes"):
+        rows.append(("compacted, nothing to probe", str(quality["without_probes"])))
     if summary.get("skipped_unchanged"):
         rows.append(("skipped unchanged", str(summary["skipped_unchanged"])))
     if summary.get("quarantined_earlier"):

@@ -191,26 +191,34 @@ def _own_cpu_seconds() -> float:
 class QualityTotals:
     """Quality probes added up over the compacted conversations (summary.json `quality`)."""
 
-    KINDS = ("files_written", "files_read", "user_turns", "errors", "errors_open", "identifiers")
+    KINDS = ("files_written", "files_read", "user_turns", "errors", "errors_open", "identifiers", "open_tasks",
+             "commits")
 
     def __init__(self):
-        self.conversations, self.score_sum = 0, 0.0
+        self.scores: list[float] = []
+        self.unprobed = 0          # compacted conversations with nothing to probe: no score, counted apart
         self.kinds = {kind: {"kept": 0, "total": 0} for kind in self.KINDS}
 
     def add(self, quality: dict | None) -> None:
         if not quality:
             return
-        self.conversations += 1
-        self.score_sum += quality["score"]
+        if quality.get("score") is None:
+            self.unprobed += 1
+        else:
+            self.scores.append(quality["score"])
         for kind in self.KINDS:
             for key in ("kept", "total"):
                 self.kinds[kind][key] += quality.get(kind, {}).get(key, 0)
 
     def to_dict(self) -> dict | None:
-        if not self.conversations:
+        if not self.scores and not self.unprobed:
             return None
-        # `score`: the mean of the conversations' scores; per kind: kept / total over all of them
-        return {"conversations": self.conversations, "score": round(self.score_sum / self.conversations, 4),
+        # `score`: the mean over the conversations that had probes; `worst_tenth`: the mean of their lowest
+        # tenth (at least one); per kind: kept / total over all of them
+        worst = sorted(self.scores)[:max(1, len(self.scores) // 10)]
+        mean = lambda values: round(sum(values) / len(values), 4) if values else None
+        return {"conversations": len(self.scores), "score": mean(self.scores), "worst_tenth": mean(worst),
+                "without_probes": self.unprobed,
                 **{kind: {**v, "share": round(v["kept"] / v["total"], 4) if v["total"] else None}
                    for kind, v in self.kinds.items()}}
 

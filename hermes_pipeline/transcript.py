@@ -5,6 +5,7 @@ so the stages only ever see one message model.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -95,8 +96,13 @@ def visible_role(message: dict) -> str | None:
     return r
 
 
+# An earlier compaction summary: ours and Claude Code's or pi's as read ("[CONTEXT COMPACTION]"), the Hermes
+# agent's ("[CONTEXT COMPACTION — REFERENCE ONLY] ...") and its trajectory compressor's ("[CONTEXT SUMMARY]:")
+EARLIER_SUMMARY = re.compile(r"\[CONTEXT (?:COMPACTION\b[^\]\n]*\]|SUMMARY\]:)")
+
+
 def is_summary_message(message: dict) -> bool:
-    return SUMMARY_PREFIX in message_text(message)[:400]
+    return EARLIER_SUMMARY.search(message_text(message)[:400]) is not None
 
 
 def same_role_neighbours(messages: list[dict]) -> list[int]:

@@ -103,7 +103,8 @@ def assert_valid_outputs(source: Path, run_dir: Path, rows: list[dict]) -> dict[
         assert problems(originals[cid], messages) == [], cid
         if by_id[cid]["status"] == "compacted":
             text = summary_text(messages)
-            assert all(section in text for section in SECTIONS), cid
+            headings = [line for line in text.splitlines() if line in SECTIONS]   # empty ones left out
+            assert headings[:1] == ["## Goal"] and headings == sorted(headings, key=SECTIONS.index), cid
     return outputs
 
 
@@ -481,16 +482,16 @@ def test_an_incremental_run_tries_fallbacks_again_and_keeps_good_summaries(input
 
 
 def test_a_model_summary_that_fills_its_budget_still_gets_an_artifact_trail(fake, tmp_path):
-    """At 16K the summary budget is 800 tokens and the fake model writes about all of them: the guard
+    """At 12K the summary budget is 600 tokens and the fake model writes about all of them: the guard
     still names what it missed, within TRAIL_ROOM of the budget beyond the model's text."""
     from hermes_pipeline.stages.summarize import TRAIL_ROOM
     from hermes_pipeline.tokens import TokenCounter
     from tests.helpers.env import LONG_SESSIONS, shared
     session = shared(LONG_SESSIONS / "vsla-claude-sessions" / "9034225e-c367-4ab6-b1eb-1f478a7ae27a.jsonl")
-    result = llm_cli(tmp_path / "run", "anthropic", fake, session, "model.context_length=16000")
+    result = llm_cli(tmp_path / "run", "anthropic", fake, session, "model.context_length=12000")
     assert result.returncode == 0, result.stderr
     [row] = read_jsonl(tmp_path / "run" / "manifest.jsonl")
-    counter, budget = TokenCounter(), 800      # min(16000 x 0.05, 12000)
+    counter, budget = TokenCounter(), 600      # min(12000 x 0.05, 12000)
     model_text = summarize_request(fake.requests[-1]["body"], "anthropic")
     assert counter.count_text(model_text) >= 0.9 * budget                  # the model left little room
     assert row["stats"]["artifact_trail_items_added"] >= 2

@@ -5,6 +5,7 @@ from hypothesis import given, settings, strategies as st
 
 from tests.helpers.builders import assistant, calls, result, system, user
 from hermes_pipeline.quality import WEIGHTS, compaction_bounds, extract_probes, score
+from hermes_pipeline.run_folder import QualityTotals
 from hermes_pipeline.summarizers.trail import HEADING, artifact_trail_patch
 from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.tool_output import WantedIdentifiers, identifier_candidates
@@ -198,16 +199,96 @@ def test_a_summary_that_drops_a_file_scores_lower():
     assert score(probes, [summary(full)])["score"] == 1.0
     assert score(probes, [summary(dropped)])["score"] < 1.0
     assert score(probes, [summary(claims)])["score"] == score(probes, [summary(dropped)])["score"]
-    weights = sum(WEIGHTS[k] for k in ("files_written", "errors", "user_turns"))
+    weights = sum(WEIGHTS[k] for k in ("files_written", "errors", "errors_open", "user_turns"))
     assert score(probes, [summary(dropped)])["score"] == round(1 - WEIGHTS["files_written"] * 0.5 / weights, 4)
 
 
-def test_nothing_to_probe_scores_one_and_bounds_are_read_off_the_output():
+def test_nothing_to_probe_has_no_score_and_bounds_are_read_off_the_output():
     probes, messages = probes_of([assistant("thinking"), user("fine")])
-    assert score(probes, messages)["score"] == 1.0
+    assert score(probes, messages)["score"] is None        # not a perfect 1.0: there was nothing to keep
     compacted = messages[:3] + [summary("x")] + messages[-1:]
     assert compaction_bounds(messages, compacted) == (3, 4)
     assert compaction_bounds(messages, messages) is None
+
+
+# -- the old failure modes score low -----------------------------------------------------------------
+
+def _open_task_list():
+    todo = {"todos": [{"content": "Port the lexer", "status": "completed"},
+                      {"content": "Port the parser to C17", "status": "in_progress"},
+                      {"content": "Run the unified test suite", "status": "pending"}]}
+    middle = [user("Port the compiler front end."),
+              calls(("w", "Write", {"file_path": "/p/src/lexer.c", "content": "int lex;"})), result("w", "ok"),
+              calls(("t", "TodoWrite", todo)), result("t", "ok")]
+    return probes_of(middle)
+
+
+def test_a_summary_without_the_open_tasks_of_the_middle_scores_low():
+    probes, _ = _open_task_list()
+    assert probes.open_tasks == ["Port the parser to C17", "Run the unified test suite"]
+    words = "## Goal\n- Port the compiler front end.\n## Relevant Files\n- /p/src/lexer.c (written)\n"
+    stateful = words + "### In Progress\n- Port the parser to C17\n## Next Steps\n- Run the unified test suite"
+    assert score(probes, [summary(stateful)])["score"] == 1.0
+    stateless = score(probes, [summary(words + "### In Progress\n### Next Steps")])   # the old empty sections
+    assert stateless["open_tasks"] == {"kept": 0, "total": 2} and stateless["score"] < 0.65
+
+
+def test_without_a_task_list_the_plan_the_agent_last_stated_is_probed():
+    middle = [user("Make the build pass."), calls(("b", "bash", {"command": "make"}),
+                                                   text="Now let me fix the include path in src/a.c."),
+              result("b", "ok")]
+    probes, _ = probes_of(middle)
+    assert probes.open_tasks == ["fix the include path in src/a.c."]
+
+
+def test_an_open_error_called_fixed_is_not_the_state():
+    middle = [calls(("m", "bash", {"command": "make"})), result("m", "src/a.c:3:5: error: unknown type name 'foo'")]
+    probes, _ = probes_of(middle)
+    line = "src/a.c:3:5: error: unknown type name 'foo'"
+    wrong = score(probes, [summary(f"## Critical Context\n- Error, fixed later (make): {line}")])
+    right = score(probes, [summary(f"### Blocked\n- Still failing (make): {line}")])
+    assert wrong["errors"]["kept"] == right["errors"]["kept"] == 1
+    assert wrong["errors_open"] == {"kept": 0, "total": 1} and right["errors_open"] == {"kept": 1, "total": 1}
+    assert wrong["score"] < right["score"] == 1.0
+
+
+def test_checking_that_a_deleted_file_is_gone_is_no_error():
+    middle = [calls(("r", "bash", {"command": "rm -f chart-smoke.html img/smoke.png; ls chart-smoke.html img/"})),
+              result("r", "ls: cannot access 'chart-smoke.html': No such file or directory\nimg:\n"),
+              calls(("g", "bash", {"command": "./cleanup.sh && ls img/smoke*"})),          # deleted above: a glob
+              result("g", "ls: cannot access 'img/smoke*': No such file or directory"),
+              calls(("c", "bash", {"command": "./tools/build.sh"})),
+              result("c", "bash: ./tools/build.sh: No such file or directory")]
+    probes, _ = probes_of(middle)
+    assert [e.line for e in probes.errors] == ["bash: ./tools/build.sh: No such file or directory"]
+
+
+def test_what_only_looks_like_a_path_is_no_file_probe():
+    middle = [calls(("s", "bash", {"command": "sed -i '' 's/const/let/' src/a.js && rm -f out.log 2>/dev/null"}),
+                    ("e", "edit", {"path": "textBlocks.map((c:", "old": "a", "new": "b"})),
+              result("s", ""), result("e", "ok")]
+    probes, _ = probes_of(middle)
+    assert set(probes.files_written) == {"src/a.js", "out.log"}
+
+
+def test_commits_made_in_the_middle_are_probed_by_their_hash():
+    middle = [calls(("g", "bash", {"command": "git commit -m 'fix: empty input'"})),
+              result("g", "[main 3f2a9c1] fix: empty input\n 1 file changed")]
+    probes, _ = probes_of(middle)
+    assert probes.commits == ["3f2a9c1"]
+    assert score(probes, [summary("- Committed 3f2a9c1 on main: fix: empty input")])["commits"]["kept"] == 1
+    assert score(probes, [summary("- Committed the fix.")])["score"] == 0.0
+
+
+def test_the_run_headline_is_the_mean_over_probed_conversations_with_the_worst_tenth_apart():
+    totals = QualityTotals()
+    for value in [1.0] * 18 + [0.4, 0.2]:
+        totals.add({"score": value, "files_written": {"kept": 1, "total": 1}})
+    totals.add({"score": None})                                   # compacted, nothing to probe
+    headline = totals.to_dict()
+    assert headline["conversations"] == 20 and headline["without_probes"] == 1
+    assert headline["score"] == 0.93 and headline["worst_tenth"] == 0.3      # not 0.933 with a free 1.0
+    assert headline["files_written"] == {"kept": 20, "total": 20, "share": 1.0}
 
 
 # -- the Artifact Trail guard ------------------------------------------------------------------
@@ -218,7 +299,7 @@ def test_the_trail_adds_what_a_model_summary_missed_within_the_budget():
     model_summary = "## Goal\n- Keep the API.\n\n## Relevant Files\n- /p/src/a.py"
     text, missed = artifact_trail_patch(model_summary, probes, 300, counter)
     assert missed == {"files_written": ["/p/src/b.py"], "errors": ["E ImportError: cannot import name 'b'"],
-                      "left_out": 0}
+                      "open_tasks": [], "commits": [], "left_out": 0}
     assert text.startswith(model_summary) and HEADING in text
     assert "/p/src/b.py" in text and "E   ImportError: cannot import name 'b'" in text
     assert counter.count_text(text) <= 300
@@ -331,3 +412,49 @@ def test_a_command_without_quotes_or_escapes_splits_as_shlex_splits_it(segment):
     import shlex
     from hermes_pipeline.artifacts import _words
     assert _words(segment) == shlex.split(segment, comments=False)
+
+
+class Chatty:
+    """A summarizer whose bullets are mostly talk, like the old embedded summaries."""
+    name = "chatty"
+
+    def __init__(self, name="chatty", model_cfg=None, aux_cfg=None):
+        pass
+
+    def check(self):
+        pass
+
+    def close(self):
+        pass
+
+    def summarize(self, request):
+        from hermes_pipeline.summarizers.base import SummaryResult
+        return SummaryResult("## Goal\n- Port the parser.\n\n## Progress\n### Done\n- Let me check the build.\n"
+                             "- Perfect!\n- Done.\n- Committed 3f2a9c1 on main: fix parser", "chatty")
+
+
+def test_each_row_counts_how_much_of_its_summary_is_talk():
+    from hermes_pipeline.transcript import Conversation
+    from tests.helpers.builders import engine_for
+    messages = [system(), user("Port the parser."), assistant("On it.")]
+    for i in range(8):
+        messages += [user(f"step {i}: " + "go on " * 80), assistant("done " * 100)]
+    engine = engine_for(context_length=4000, protect_last_n=4, **{"summarizer._target_": f"{__name__}.Chatty"})
+    stats = engine.compress(Conversation("c", messages, "t:1")).outcome.stats
+    assert (stats["summary_bullets"], stats["summary_chatter_bullets"], stats["summary_chatter_share"]) == (5, 3, 0.6)
+    embedded = engine_for(context_length=4000, protect_last_n=4).compress(Conversation("c", messages, "t:1"))
+    assert embedded.outcome.stats["summary_chatter_share"] == 0.0
+
+
+def test_the_results_table_heads_with_the_mean_the_worst_tenth_and_each_kinds_share():
+    from hermes_pipeline.console import table_rows
+    totals = QualityTotals()
+    for value in (1.0, 0.5):
+        totals.add({"score": value, "open_tasks": {"kept": 1, "total": 2}, "files_written": {"kept": 3, "total": 3}})
+    totals.add({"score": None})
+    summary = {"statuses": {"compacted": 3}, "tokens_before": 10, "tokens_after": 5, "token_ratio": 0.5,
+               "fallbacks": 0, "wall_seconds": 1.0, "mb_per_second": 1.0, "quality": totals.to_dict()}
+    rows = dict(table_rows(summary))
+    assert rows["quality score (mean of 2)"] == "0.750" and rows["quality, worst tenth"] == "0.500"
+    assert rows["open tasks kept"] == "2/4 (50%)" and rows["files changed kept"] == "6/6 (100%)"
+    assert rows["compacted, nothing to probe"] == "1"

@@ -225,7 +225,7 @@ def test_injected_instructions_in_tool_output_are_not_user_requests(tmp_path, in
     for line in summary.splitlines():
         if INJECTION in line or "attacker@" in line:
             assert "User" not in line and line.startswith(("- Error from", "- Unresolved")), line
-    assert parts["## Goal"][0] == "- Summarize the README of the repo."
+    assert parts["## Goal"][0] == "- Task: Summarize the README of the repo."
 
 
 def test_the_llm_prompt_labels_tool_output_as_data(tmp_path, inputs):

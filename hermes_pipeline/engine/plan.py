@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hermes_pipeline.transcript import (
-    SUMMARY_END, SUMMARY_PREFIX, is_summary_message, is_tool_result, message_text, role, visible_role,
+    EARLIER_SUMMARY, SUMMARY_END, is_summary_message, is_tool_result, message_text, role, visible_role,
 )
 
 SUMMARY_SHARE = 0.20          # summary budget = content tokens x this ...
@@ -170,12 +170,15 @@ def choose_summary_role(messages: list[dict], head_end: int, tail_start: int) ->
 
 
 def previous_summary_text(message: dict) -> str:
-    """The sections of an earlier compaction summary, without its wrapper lines."""
+    """An earlier compaction summary without its wrapper: the line that opens with its marker (ours, Claude
+    Code's or pi's as read, Hermes') and our closing line."""
     text = message_text(message)
-    text = text[text.find(SUMMARY_PREFIX) + len(SUMMARY_PREFIX):]
-    first_heading = text.find("## ")
-    if first_heading >= 0:
-        text = text[first_heading:]
+    found = EARLIER_SUMMARY.search(text)
+    if found is not None and found.group().endswith(":"):      # "[CONTEXT SUMMARY]: <the summary>"
+        text = text[found.end():]
+    elif found is not None:                                     # the marker's line is the wrapper
+        line_end = text.find("\n", found.end())
+        text = text[line_end + 1:] if line_end >= 0 else text[found.end():]
     end = text.find(SUMMARY_END)
     return (text[:end] if end >= 0 else text).strip()
 
@@ -196,6 +199,9 @@ def make_plan(conversation_id: str, messages: list[dict], counts: list[int], bud
     `fixed_tail_start` replaces the tail the budgets give (the fit step lowers the tail).
     """
     head_end = find_head_end(messages, settings.protect_first_n)
+    # an earlier summary in the head (a log that starts after the agent's own compaction) is updated by the
+    # new one, not kept verbatim above it: the head ends before it
+    head_end = next((i for i in range(head_end) if is_summary_message(messages[i])), head_end)
     tail_start = find_tail_start(messages, counts, budgets.tail_token_budget, settings.protect_last_n, head_end) \
         if fixed_tail_start is None else fixed_tail_start
     first_tail = tail_start

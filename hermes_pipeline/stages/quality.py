@@ -1,12 +1,14 @@
 """Last: a deterministic quality score of the compaction, from its input (hermes_pipeline.quality).
 
 The probes come from the messages the compaction removed (files changed and
-read, the user's turns, the last errors, identifiers used again later); the
-score says how many of them the compacted conversation still names. No model,
-linear in the conversation; it scores whatever wrote the summary.
+read, the user's turns, the last errors, identifiers used again later, the open
+tasks and commits); the score says how many of them the compacted conversation
+still names. No model, linear in the conversation; it scores whatever wrote the
+summary. The row's stats count the summary's bullets that are talk, not state.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import replace
 
@@ -14,8 +16,10 @@ from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import Plan
 from hermes_pipeline.quality import MAX_ERRORS, Probes, score
 from hermes_pipeline.stages.base import Draft, Stage, probes_of
+from hermes_pipeline.summarizers.speech import is_talk
 
 MISSED_SHOWN = 20    # missed items listed per kind in a manifest row (the counts are always whole)
+_BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 
 
 class QualityStage(Stage):
@@ -24,7 +28,14 @@ class QualityStage(Stage):
 
     def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
         probes = probes_of(draft, plan)
-        return draft.but(probes=probes, quality=rate(probes, draft.messages))
+        result = rate(probes, draft.messages)
+        if draft.summary is not None:      # how much of the summary is talk, not state (speech.is_talk)
+            bullets = [line for line in draft.summary.text.splitlines() if _BULLET.match(line)]
+            talk = sum(is_talk(line) for line in bullets)
+            stats["summary_bullets"] = len(bullets)
+            stats["summary_chatter_bullets"] = talk
+            stats["summary_chatter_share"] = round(talk / len(bullets), 4) if bullets else 0.0
+        return draft.but(probes=probes, quality=result)
 
 
 def rate(probes: Probes, compacted_messages) -> dict:

@@ -72,7 +72,7 @@ class SummarizeStage(Stage):
             room = max(request.budget_tokens,
                        tools.counter.count_text(text) + int(TRAIL_ROOM * request.budget_tokens))
             text, missed = artifact_trail_patch(text, probes, room, tools.counter)
-            added = len(missed["files_written"]) + len(missed["errors"]) - missed["left_out"]
+            added = sum(len(items) for kind, items in missed.items() if kind != "left_out") - missed["left_out"]
             if added:
                 stats["artifact_trail_items_added"] += added
             if missed["left_out"]:

@@ -8,6 +8,7 @@ from hermes_pipeline.summarizers.base import SECTIONS
 # Ranks: lower is more important. The user's words are shortened only when nothing else is left to drop.
 USER_WORDS, ARTIFACT, KEY, USEFUL, RECENT, CHATTER = 0, 1, 2, 3, 4, 5
 SHORT_USER_CHARS = 200
+PROGRESS_PARTS = ("### Done", "### In Progress", "### Blocked")
 ARTIFACT_SHARE = 0.25     # of a summary's budget, kept for the newest artifact lines before the user's words
 
 
@@ -24,7 +25,7 @@ class Line:
 class Collector:
     lines: list[Line] = field(default_factory=list)
     seen: set[tuple[str, str]] = field(default_factory=set)
-    carried_files: list[str] = field(default_factory=list)   # paths an earlier summary named
+    hints: list[str] = field(default_factory=list)      # lookup names an earlier summary gave
 
     def add(self, section: str, text: str, rank: int, order: int, form: str = "") -> None:
         key = (section, text)
@@ -34,17 +35,20 @@ class Collector:
 
 
 def render(lines: list[Line]) -> str:
+    """The sections that have lines, in template order; a section with nothing in it is left out (Progress
+    heads its subsections when one of them has lines)."""
     by_section: dict[str, list[Line]] = {s: [] for s in SECTIONS}
     for line in lines:
         by_section[line.section].append(line)
     out = []
     for section in SECTIONS:
-        out.append(section)
         if section == "## Progress":
-            continue   # its content lives in the three subsections
+            if any(by_section[s] for s in PROGRESS_PARTS):
+                out.append(section)
+            continue
         chosen = sorted(by_section[section], key=lambda line: line.order)
-        out.extend([line.text for line in chosen] or ["- (none)"])
-        out.append("")
+        if chosen:
+            out += [section, *(line.text for line in chosen), ""]
     return "\n".join(out).strip()
 
 
@@ -67,7 +71,9 @@ def fit(lines: list[Line], budget: int, counter) -> list[Line]:
     per line (linear); the rendered text is counted at the end and trimmed further
     in the rare case that joining lines cost more.
     """
-    headings = counter.count_text(render([]))
+    present = {line.section for line in lines} | ({"## Progress"} if any(
+        line.section in PROGRESS_PARTS for line in lines) else set())
+    headings = counter.count_text("\n".join(s for s in SECTIONS if s in present))   # empty sections are left out
     costs = [counter.count_text(line.text) + 1 for line in lines]
     total = headings + sum(costs)
     keep = [True] * len(lines)
