@@ -203,9 +203,10 @@ class CacheConfig:
 
 @dataclass
 class BreakerConfig:
-    max_failures: int = opt(3, "after this many connection/timeout/5xx failures in a row the endpoint is not "
-                               "called again this run (the embedded summarizer stands in, and the run says so)",
-                            minimum=1)
+    max_failures: int = opt(3, "after this many calls in a row failed after their retries (no answer, 5xx, "
+                               "404), or attempts refused by an endpoint that never answered, the endpoint is not "
+                               "called again this run (the embedded summarizer stands in, and the run says so); "
+                               "429s never count, a success starts the count again", minimum=1)
 
 
 @dataclass

@@ -74,7 +74,7 @@ class LLMSummarizer(LLMCalls, Summarizer):
             params = self._request(P.build_user_prompt(middle, budget, None, head, self.max_input_chars),
                                    self._max_tokens(budget))
             try:
-                return [(await self._cached_call(params, tally))[0]]
+                return [(await self._cached_call(params, tally, split=True))[0]]
             except ContextTooLong:
                 pass
         cut = _split_point(middle)
@@ -98,7 +98,7 @@ class LLMSummarizer(LLMCalls, Summarizer):
                 parts, budget, request.previous_summary, request.head, request.middle),
                 self._max_tokens(budget))
             try:
-                text, _ = await self._cached_call(params, tally)
+                text, _ = await self._cached_call(params, tally, split=True)
                 how = "a merge call"
             except AuthOrQuota:
                 raise
