@@ -67,6 +67,9 @@ class _Handler(BaseHTTPRequestHandler):
     # HTTP/1.1 keeps SDK connections alive like a real API would.
     protocol_version = "HTTP/1.1"
     server_version = "FakeProvider/1.0"
+    # headers and body go out as two writes: without TCP_NODELAY the body waits for the client's
+    # delayed ACK (~40 ms a reply), which no real API adds
+    disable_nagle_algorithm = True
 
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
         self.server.provider._handle(self)  # type: ignore[attr-defined]

@@ -56,6 +56,7 @@ def too_long_answer(provider: str, tokens: int, window: int) -> tuple[int, dict,
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True      # headers and body are two writes: no delayed-ACK wait between them
 
     def do_POST(self) -> None:  # noqa: N802
         self.server.proxy.handle(self)   # type: ignore[attr-defined]
