@@ -228,6 +228,9 @@ class LLMSummarizerConfig:
     max_fallback_share: float = opt(0.2, "more compacted conversations than this share falling back to the "
                                          "embedded summarizer makes the run exit 4 (summarizer unhealthy)",
                                     range=(0.0, 1.0))
+    input: str = opt("digest", "what the model reads of the middle: digest (a long tool output as its call, exit "
+                               "status, error lines, identifiers, first and last lines) | full (every output, capped)",
+                     choices=("digest", "full"))
 
 
 @dataclass

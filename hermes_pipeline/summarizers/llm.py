@@ -14,6 +14,7 @@ from typing import Any
 
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import Summarizer, SummarizerFatalError, SummaryRequest, SummaryResult
+from hermes_pipeline.summarizers.digest import digest_middle
 from hermes_pipeline.summarizers.llm_calls import LLMCalls, Tally
 from hermes_pipeline.summarizers.llm_errors import AuthOrQuota, CircuitOpen, ContextTooLong
 
@@ -25,9 +26,10 @@ class LLMSummarizer(LLMCalls, Summarizer):
 
     def __init__(self, stop_on_auth_error: bool = True, max_input_chars: int | None = P.INPUT_CAP,
                  split: dict | None = None, fallback_cfg: dict | None = None,
-                 max_fallback_share: float = 0.2, **kwargs: Any):
+                 max_fallback_share: float = 0.2, input: str = "digest", **kwargs: Any):
         super().__init__(**kwargs)
         split = dict(split or {})
+        self.input = input      # digest: long tool outputs go as their digest (summarizers/digest.py); full
         self.stop_on_auth_error = bool(stop_on_auth_error)
         self.max_input_chars = int(max_input_chars) if max_input_chars else None
         self.max_parts = max(2, int(split.get("max_parts", 16)))
@@ -44,6 +46,8 @@ class LLMSummarizer(LLMCalls, Summarizer):
     # ---- a whole summary: one call, or split and merged ----------------------
     async def _summarize_async(self, request: SummaryRequest, tally: Tally):
         """(text, note, cached); note says when the summary was split and merged."""
+        if self.input == "digest":
+            request = replace(request, middle=digest_middle(request.middle, request.probes))
         budget = int(request.budget_tokens)
         params = self._request(P.build_user_prompt(
             request.middle, budget, request.previous_summary, request.head, self.max_input_chars),
