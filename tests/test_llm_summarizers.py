@@ -226,11 +226,10 @@ def test_cut_reply_is_retried_with_more_room(make, fake, provider):
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_hang_past_the_timeout_is_retried(make, fake, provider):
-    fake.script([hang(3)])
-    started = time.monotonic()
-    result = make(provider, retry={"timeout": 0.3}).summarize(request())
-    assert result.fallback is None and result.retries == 1
-    assert time.monotonic() - started < 2.5
+    fake.script([hang(30)])
+    result = make(provider, retry={"timeout": 3.0}).summarize(request())   # room for a busy machine
+    # the second attempt answered (the first still hangs on the server): the timeout cut the wait short
+    assert result.fallback is None and result.retries == 1 and fake.request_count == 2
 
 
 def test_retry_after_is_honoured(make, fake):
