@@ -210,6 +210,16 @@ class BreakerConfig:
 
 
 @dataclass
+class BatchConfig:
+    enabled: bool = opt(False, "send the summary requests through the provider's batch API (Anthropic Message "
+                               "Batches, OpenAI Batch) at half price; the run waits for them")
+    poll_s: float = opt(30.0, "longest wait between two looks at a batch, seconds (the first look comes sooner)",
+                        minimum=0.01)
+    max_wait_h: float = opt(24.0, "a batch not finished after this many hours is canceled; what it did not "
+                                  "deliver goes as plain calls", minimum=0.0)
+
+
+@dataclass
 class LLMSummarizerConfig:
     name: str = opt(MISSING, "label in the manifest")
     default_model: str = opt(MISSING, "the model used when neither auxiliary.compression.model nor a run model "
@@ -228,6 +238,7 @@ class LLMSummarizerConfig:
     max_fallback_share: float = opt(0.2, "more compacted conversations than this share falling back to the "
                                          "embedded summarizer makes the run exit 4 (summarizer unhealthy)",
                                     range=(0.0, 1.0))
+    batch: BatchConfig = group(BatchConfig, "batch APIs: half price, answers within hours")
     input: str = opt("digest", "what the model reads of the middle: digest (a long tool output as its call, exit "
                                "status, error lines, identifiers, first and last lines) | full (every output, capped)",
                      choices=("digest", "full"))

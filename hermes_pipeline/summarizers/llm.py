@@ -16,7 +16,7 @@ from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import Summarizer, SummarizerFatalError, SummaryRequest, SummaryResult
 from hermes_pipeline.summarizers.digest import digest_middle
 from hermes_pipeline.summarizers.llm_calls import LLMCalls, Tally
-from hermes_pipeline.summarizers.llm_errors import AuthOrQuota, CircuitOpen, ContextTooLong
+from hermes_pipeline.summarizers.llm_errors import AuthOrQuota, CircuitOpen, ContextTooLong, Gathered
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,8 @@ class LLMSummarizer(LLMCalls, Summarizer):
 
     # ---- a whole summary: one call, or split and merged ----------------------
     async def _summarize_async(self, request: SummaryRequest, tally: Tally):
-        """(text, note, cached); note says when the summary was split and merged."""
+        """(text, note, cached, via); note says when the summary was split and merged, via how an answer
+        from the request cache was first got (a batch, a call)."""
         if self.input == "digest":
             request = replace(request, middle=digest_middle(request.middle, request.probes))
         budget = int(request.budget_tokens)
@@ -53,11 +54,13 @@ class LLMSummarizer(LLMCalls, Summarizer):
             request.middle, budget, request.previous_summary, request.head, self.max_input_chars),
             self._max_tokens(budget))
         key = self._cache_key(params)
-        hit = self.cache.get(key)
-        if hit is not None:
-            return hit["text"], hit.get("note"), True
+        hit = self._lookup(key, tally)
+        if hit is not None and "text" in hit:
+            return hit["text"], hit.get("note"), not hit.get("fresh"), hit.get("via", "call")
         try:
-            text = await self._call(params, tally)
+            if hit is not None:           # a batch found it too long: split without asking again
+                raise ContextTooLong(hit["too_long"])
+            text = await self._call(params, tally, key=key)
             note = None
         except ContextTooLong as exc:
             log.warning("%s: %s is too long for one request (%s); splitting",
@@ -68,8 +71,9 @@ class LLMSummarizer(LLMCalls, Summarizer):
                 raise
             except Exception as inner:
                 raise ContextTooLong(f"{exc}; splitting failed: {self._describe(inner)}") from inner
-        self.cache.put(key, {"text": text, "note": note})
-        return text, note, False
+        if self._gathering is None:      # a first pass's merge is the run proper's to bill and keep
+            self.cache.put(key, {"text": text, "note": note})
+        return text, note, False, None
 
     async def _parts(self, middle: list[dict], budget: int, head: list[dict],
                      tally: Tally, depth: int) -> list[str]:
@@ -121,9 +125,13 @@ class LLMSummarizer(LLMCalls, Summarizer):
         tally = Tally(conversation=str(request.conversation_id))
         circuit_open = False
         try:
-            text, note, cached = self._run(self._summarize_async(request, tally))
+            text, note, cached, via = self._run(self._summarize_async(request, tally))
+            if self._gathering is not None:     # batch mode's first pass: all it needed was answered
+                raise Gathered()
+            via = "batch" if tally.batch_items and not tally.calls else via or "call"
             return SummaryResult(text=text, summarizer=self.label, fallback=note, usage=tally.usage,
-                                 calls=tally.calls, retries=tally.retries, cached=cached)
+                                 calls=tally.calls, retries=tally.retries, cached=cached, via=via,
+                                 batch_items=tally.batch_items, batch_usage=tally.batch_usage)
         except SummarizerFatalError:   # e.g. no key: nothing to fall back from
             raise
         except AuthOrQuota as exc:
@@ -142,6 +150,8 @@ class LLMSummarizer(LLMCalls, Summarizer):
                 reason = f"{self.label}: gave up after {self.attempts} attempts ({self._describe(exc)})"
             else:
                 reason = f"{self.label}: request failed ({self._describe(exc)})"
+        if self._gathering is not None:         # the run itself will fall back, and say why
+            raise Gathered()
         reason += "; used the embedded extractive summary"
         # once the circuit is open it was said once, at error level; each fallback after it is in the manifest
         log.log(logging.DEBUG if circuit_open else logging.WARNING, "%s: %s",
@@ -154,8 +164,8 @@ class LLMSummarizer(LLMCalls, Summarizer):
                 from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
                 self._extractive = ExtractiveSummarizer(**self.fallback_cfg)
         result = self._extractive.summarize(request)
-        return replace(result, fallback=reason, usage=tally.usage, calls=tally.calls,
-                       retries=tally.retries, cached=False)
+        return replace(result, fallback=reason, usage=tally.usage, calls=tally.calls, retries=tally.retries,
+                       cached=False, via="fallback", batch_items=tally.batch_items, batch_usage=tally.batch_usage)
 
     def close(self) -> None:
         super().close()

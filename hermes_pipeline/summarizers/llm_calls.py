@@ -27,7 +27,7 @@ from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import SummarizerFatalError
 from hermes_pipeline.summarizers.cache import RequestCache, request_key
 from hermes_pipeline.summarizers.llm_errors import (
-    AuthOrQuota, BadReply, CircuitOpen, ContextTooLong, classify, describe, retry_after)
+    AuthOrQuota, BadReply, CircuitOpen, ContextTooLong, Gathered, classify, describe, retry_after)
 from hermes_pipeline.summarizers.redact import REDACTED, redact_secrets
 
 log = logging.getLogger(__name__)
@@ -47,9 +47,18 @@ class Tally:
     usage: dict[str, int] = field(default_factory=lambda: {
         "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0})
 
+    batch_items: int = 0            # answers a batch delivered (billed at the batch price)
+    batch_usage: dict[str, int] = field(default_factory=dict)
+
     def add(self, usage: dict[str, int]) -> None:
         for key, value in usage.items():
             self.usage[key] = self.usage.get(key, 0) + int(value or 0)
+
+    def add_batch(self, usage: dict[str, int]) -> None:
+        self.add(usage)
+        self.batch_items += 1
+        for key, value in usage.items():
+            self.batch_usage[key] = self.batch_usage.get(key, 0) + int(value or 0)
 
 
 @dataclass
@@ -58,6 +67,17 @@ class Reply:
     text: str
     cut: bool                       # stopped by the output limit
     usage: dict[str, int]
+
+
+@dataclass
+class ItemOutcome:
+    """What became of one request of a batch."""
+    key: str                        # its cache key (the batch's custom_id)
+    state: str                      # succeeded | errored | expired | canceled
+    reply: Reply | None = None
+    status: int | None = None       # the HTTP status an errored item carries, when it says
+    error_type: str = ""
+    error: str = ""
 
 
 class LLMCalls:
@@ -73,7 +93,7 @@ class LLMCalls:
                  api_key_env: str | None = None, require_api_key: bool = True,
                  max_output_tokens: int | None = None,
                  model_cfg: dict | None = None, aux_cfg: dict | None = None,
-                 default_model: str | None = None, breaker: dict | None = None):
+                 default_model: str | None = None, breaker: dict | None = None, batch: dict | None = None):
         model_cfg, aux_cfg = dict(model_cfg or {}), dict(aux_cfg or {})
         retry, cache = dict(retry or {}), dict(cache or {})
         self.name = name or self.provider
@@ -101,6 +121,12 @@ class LLMCalls:
         self.model_cfg, self.aux_cfg = model_cfg, aux_cfg
         self.cache = RequestCache(cache.get("path", ".hermes-cache/requests.sqlite"),
                                   enabled=cache.get("enabled", True))
+        batch = dict(batch or {})
+        self.batch_enabled = bool(batch.get("enabled", False))   # summarizers/batch.py runs the batches
+        self.batch_poll_s = float(batch.get("poll_s", 30.0))
+        self.batch_max_wait_h = float(batch.get("max_wait_h", 24.0))
+        self._gathering: dict[str, dict] | None = None   # batch mode's first pass: key -> request, not sent
+        self.batch_tried: set[str] = set()     # keys a batch of this run did not deliver: plain calls
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -153,6 +179,9 @@ class LLMCalls:
                 f"auxiliary.compression.model={self.model!r} is not an {self.provider} model, but "
                 f"summarizer={self.name} calls the {self.provider} API: name one of its models, pick the "
                 "summarizer of that model's provider, or set auxiliary.compression.base_url for a compatible server")
+        if self.batch_enabled and not self.cache.enabled:
+            raise SummarizerFatalError("summarizer.batch.enabled=true needs the request cache "
+                                       "(summarizer.cache.enabled=true): batch results are kept there")
         if self.require_api_key and not self._api_key():
             raise SummarizerFatalError(
                 f"{self.name} summarizer: the environment variable {self.key_env} is not set. "
@@ -261,7 +290,12 @@ class LLMCalls:
             return min(asked, self.max_retry_after)
         return self._backoff(state)
 
-    async def _call(self, params: dict, tally: Tally, split: bool = False) -> str:
+    async def _call(self, params: dict, tally: Tally, split: bool = False, key: str | None = None) -> str:
+        if self._gathering is not None:          # batch mode's first pass: written down, not sent
+            key = key or self._cache_key(params)
+            if key not in self.batch_tried:      # what a batch did not deliver goes as a plain call
+                self._gathering[key] = params
+            raise Gathered()
         try:
             return await self._call_with_retries(dict(params), tally, split)
         except Exception as exc:
@@ -295,19 +329,43 @@ class LLMCalls:
             if key in params:
                 params[key] = min(params[key] * 2, max(self.max_output_tokens, params[key]))
 
+    @property
+    def endpoint(self) -> str:
+        return f"{self.route}@{self.base_url or 'default'}"
+
     def _cache_key(self, params: dict) -> str:
         # The endpoint is part of the key: a dry run against a fake or local server must
         # never answer a later run against the real API (same route, model and request).
-        return request_key(f"{self.route}@{self.base_url or 'default'}", self.model, params)
+        return request_key(self.endpoint, self.model, params)
+
+    def _lookup(self, key: str, tally: Tally) -> dict | None:
+        """What the request cache holds for a request: {"text"} (with "note", "via"), or {"too_long"}
+        for one a batch found too long. A batch's answer is billed to the first conversation using it."""
+        hit = self.cache.get(key)
+        if hit is not None and hit.get("via") == "batch" and self._gathering is None and self.cache.claim(key):
+            tally.add_batch(hit.get("usage") or {})
+            hit = {**hit, "fresh": True}
+        return hit
 
     async def _cached_call(self, params: dict, tally: Tally, split: bool = False) -> tuple[str, bool]:
         key = self._cache_key(params)
-        hit = self.cache.get(key)
+        hit = self._lookup(key, tally)
+        if hit is not None and "text" in hit:
+            return hit["text"], not hit.get("fresh")
         if hit is not None:
-            return hit["text"], True
-        text = await self._call(params, tally, split)
+            raise ContextTooLong(hit["too_long"])
+        text = await self._call(params, tally, split, key)
         self.cache.put(key, {"text": text})
         return text, False
+
+    # ---- batch mode's first pass (summarizers/batch.py) ---------------------
+    def start_gathering(self) -> None:
+        self._gathering = {}
+
+    def stop_gathering(self) -> dict[str, dict]:
+        """The requests the pass wrote down (cache key -> request), not yet answered anywhere."""
+        gathered, self._gathering = self._gathering or {}, None
+        return gathered
 
     # ---- end of the run ---------------------------------------------------
     def close(self) -> None:
