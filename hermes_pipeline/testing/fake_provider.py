@@ -9,6 +9,8 @@ The real ``anthropic`` and ``openai`` SDKs can talk to it through ``base_url``:
 Replies are compaction summaries built only from the request, so the same
 request always yields the same text. Faults (rate limits, 5xx, context-length
 errors, hangs...) can be scripted per request with ``FakeProvider.script``.
+Both batch APIs are served too (``FakeProvider.batches``, fake_batches.py:
+Anthropic Message Batches, OpenAI Batch and Files), with their own script.
 
 The server and its CLI live here; the faults in fake_faults.py, request parsing
 and the summary in fake_summary.py, the response bodies in fake_replies.py
@@ -375,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     provider.batches.errored_every, provider.batches.expired_every = args.batch_errored_every, args.batch_expired_every
     print(f"anthropic base_url: {provider.anthropic_base_url}   (POST /v1/messages)")
     print(f"openai    base_url: {provider.openai_base_url}   (POST /v1/chat/completions)")
+    print("batch APIs: /v1/messages/batches (Anthropic), /v1/files + /v1/batches (OpenAI)")
     print("Any API key is accepted. Ctrl-C to stop.", flush=True)
     try:
         while True:
