@@ -17,6 +17,7 @@ import json
 import re
 
 from hermes_pipeline.artifacts import call_arguments, paired_results, shell_command
+from hermes_pipeline.summarizers.prompt import defuse
 from hermes_pipeline.tool_output import clip_verbatim, error_lines, normalize
 from hermes_pipeline.transcript import message_text, role, tool_calls
 
@@ -33,6 +34,12 @@ _EXIT = re.compile(r"(?i)\b(?:exit(?:ed with)?(?: code| status)?|returned)[ :=]+
 def _clip(line: str, limit: int = LINE_CHARS) -> str:
     line = normalize(line)
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _quoted(line: str) -> str:
+    """A kept line of output; one that imitates the prompt's own labels is shown as quoted, as whole
+    outputs are (prompt.defuse), whatever it is put behind."""
+    return defuse(_clip(line))
 
 
 def call_label(call: dict | None) -> str:
@@ -61,15 +68,15 @@ def digest_output(call: dict | None, result: dict, text: str, wanted_ids: dict[s
             + (f"; {', '.join(status)}" if status else "") + "]")
     parts = [head]
     edge = EDGE_LINES if len(lines) > 2 * EDGE_LINES else len(lines)
-    parts += [f"first: {_clip(line)}" for line in lines[:edge]]
+    parts += [f"first: {_quoted(line)}" for line in lines[:edge]]
     shown = set(lines[:edge])
     errors = [line for line in error_lines(text) if line not in shown][-MAX_ERROR_LINES:]
-    parts += [f"error: {clip_verbatim(line)}" for line in errors]
+    parts += [f"error: {defuse(clip_verbatim(line))}" for line in errors]
     ids = [value for value in wanted_ids if value in text]
     if ids:
         parts.append("identifiers: " + ", ".join(ids[:24]))
     if len(lines) > edge:
-        parts += [f"last: {_clip(line)}" for line in lines[-EDGE_LINES:] if line not in shown]
+        parts += [f"last: {_quoted(line)}" for line in lines[-EDGE_LINES:] if line not in shown]
     return "\n".join(parts)
 
 

@@ -46,7 +46,6 @@ class Tally:
     retries: int = 0
     usage: dict[str, int] = field(default_factory=lambda: {
         "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0})
-
     batch_items: int = 0            # answers a batch delivered (billed at the batch price)
     batch_usage: dict[str, int] = field(default_factory=dict)
 
