@@ -187,3 +187,15 @@ def test_the_readme_batch_dry_run(tmp_path):
     collected = [json.loads(line) for line in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()
                  if '"collected"' in line]
     assert collected and sum(e["plain_calls"] for e in collected) == sum(r["summary_via"] == "call" for r in rows)
+
+
+def test_a_ledger_that_is_not_one_stops_the_run_naming_it(tmp_path, sessions):
+    ledger = tmp_path / "out" / ".hermes" / "batches.json"
+    ledger.parent.mkdir(parents=True)
+    ledger.write_text("{not json")
+    with FakeProvider() as fake:
+        result = cli(tmp_path / "run", "anthropic", fake, sessions, *BATCH, f"output.dir={tmp_path / 'out'}",
+                     f"summarizer.cache.path={tmp_path / 'c'}")
+        assert fake.batches.created["anthropic"] == 0 and plain_calls(fake, "anthropic") == 0
+    assert result.returncode == 3 and f"{ledger}: not a batch ledger" in result.stderr
+    assert ledger.read_text() == "{not json"                    # left as it was, for a person to look at

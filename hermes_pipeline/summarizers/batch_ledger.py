@@ -16,6 +16,8 @@ import os
 import time
 from pathlib import Path
 
+from hermes_pipeline.summarizers.base import SummarizerFatalError
+
 LEDGER = "batches.json"
 EVENTS = "batches.jsonl"
 
@@ -30,8 +32,9 @@ class Ledger:
             return list(json.loads(self.path.read_text()).get("batches") or [])
         except FileNotFoundError:
             return []
-        except (ValueError, AttributeError) as error:    # never lose track silently: say which file
-            raise ValueError(f"{self.path}: not a batch ledger ({error}); move it aside to start afresh") from None
+        except (ValueError, AttributeError) as error:    # never lose track silently: stop, and say which file
+            raise SummarizerFatalError(f"{self.path}: not a batch ledger ({error}); move it aside to start afresh "
+                                       "(batches it listed are no longer tracked)") from None
 
     def _write(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
