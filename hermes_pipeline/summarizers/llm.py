@@ -63,8 +63,9 @@ class LLMSummarizer(LLMCalls, Summarizer):
             text = await self._call(params, tally, key=key)
             note = None
         except ContextTooLong as exc:
-            log.warning("%s: %s is too long for one request (%s); splitting",
-                        self.label, request.conversation_id, exc)
+            # said by the run proper; batch mode's first passes meet it again each round
+            log.log(logging.WARNING if self._gathering is None else logging.DEBUG,
+                    "%s: %s is too long for one request (%s); splitting", self.label, request.conversation_id, exc)
             try:
                 text, note = await self._split_and_merge(request, budget, str(exc), tally)
             except AuthOrQuota:
