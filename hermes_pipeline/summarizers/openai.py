@@ -34,7 +34,11 @@ class OpenAISummarizer(LLMSummarizer):
         }
 
     async def _send(self, params: dict) -> Reply:
-        response = await self._client.chat.completions.create(**params)
+        from openai.types.chat import ChatCompletion
+        # the SDK's post() with the same JSON body as chat.completions.create(), without create()'s walk of
+        # the params' type annotations: half the client's CPU per call (4.7 -> 2.4 ms), which a wave of
+        # replies arriving together waits on (bench_llm_concurrency: 1.04-1.06x -> 1.02-1.03x the ideal)
+        response = await self._client.post("/chat/completions", body=params, cast_to=ChatCompletion)
         choice = response.choices[0] if response.choices else None
         text = (choice.message.content or "") if choice and choice.message else ""
         # usage.reported counts cached prompt tokens apart, as Anthropic does, so prices add up the same way
