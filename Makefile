@@ -39,7 +39,10 @@ test: venv agents
 bench: venv
 	$(BIN)/python -m benchmarks.bench_llm_concurrency --provider anthropic
 	$(BIN)/python -m benchmarks.bench_llm_concurrency --provider openai
+	$(BIN)/python -m benchmarks.bench_llm_concurrency --provider anthropic -n 64 --latency 2
+	$(BIN)/python -m benchmarks.bench_llm_concurrency --provider openai -n 64 --latency 2
 	$(BIN)/python -m benchmarks.bench_cli_llm
+	$(BIN)/python -m benchmarks.bench_digest
 	$(BIN)/python -m benchmarks.run_all
 
 clean:

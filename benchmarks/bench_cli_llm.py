@@ -53,6 +53,7 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=100)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("-c", "--concurrency", type=int, default=16)
+    parser.add_argument("--threads", default="auto", help="runner.concurrency (auto: the runner's own choice)")
     args = parser.parse_args()
     model, key_env = MODELS[args.provider]
 
@@ -61,7 +62,7 @@ def main() -> None:
         work = Path(tmp)
         source = work / "sessions.jsonl"
         write_sessions(source, range(2000, 2000 + args.n), n_messages=40, target_tokens=6000)
-        common = [f"model={model}", f"runner.concurrency={args.concurrency}"]
+        common = [f"model={model}", f"runner.concurrency={args.threads}"]
         extractive = cli(work / "extractive", source, *common)
         with FakeProvider(default_latency=args.latency) as fake:
             url = fake.base_url if args.provider == "anthropic" else fake.openai_base_url

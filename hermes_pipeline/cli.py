@@ -108,7 +108,9 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
                          progress="none" if cfg.quiet else str(cfg.progress),
                          engine_fallback=built.resolved.fallback, replay=replay,
                          prune_removed=bool(cfg.incremental.prune))
-    executor = Executor(built.runner, folder, tree, options, stop)
+    from hermes_pipeline.runners.batch_pass import batch_first
+    executor = Executor(built.runner, folder, tree, options, stop,
+                        first=batch_first(built.summarizer, built.engine, run_dir))
     try:
         totals = executor.run(inputs)
     except KeyboardInterrupt:          # a second signal: in-flight work abandoned

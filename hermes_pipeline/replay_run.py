@@ -19,6 +19,8 @@ from hermes_pipeline.stages.cache_mark import caching_policy
 from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.transcript import COMPACTION_NOTE
 
+BATCH_PRICE = 0.5     # a batch API bills every token at half the price (Anthropic: cache reads and writes too)
+
 TOKEN_KEYS = ("requests", "compactions", "uncached_tokens", "cache_write_tokens", "cache_read_tokens",
               "output_tokens", "summary_calls", "summary_input_tokens", "summary_output_tokens",
               "requests_over_context", "requests_over_context_no_compression")
@@ -64,8 +66,11 @@ def settings_from_config(cfg) -> ReplaySettings | None:
     scale = float(model.get("token_scale", 1.0))
     policy = caching_policy(model.name, model.provider, cfg.prompt_caching.enabled, cfg.prompt_caching.cache_ttl)
     instructions, note = _fixed_texts(str(model.tokenizer))
+    sp = summary_prices(cfg)
+    if OmegaConf.select(cfg, "summarizer.batch.enabled", default=False):    # summaries at the batch price
+        sp = Prices.of({name: price * BATCH_PRICE for name, price in sp.to_dict().items()})
     return ReplaySettings(
-        prices=Prices.of(model.prices), summary_prices=summary_prices(cfg),
+        prices=Prices.of(model.prices), summary_prices=sp,
         context_length=int(model.context_length), threshold=float(c.threshold), target_ratio=float(c.target_ratio),
         protect_first_n=int(c.protect_first_n), protect_last_n=int(c.protect_last_n),
         compression=bool(c.enabled), caching=policy.enabled, cache_ttl=str(policy.ttl),

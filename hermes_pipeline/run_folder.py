@@ -21,7 +21,7 @@ from hermes_pipeline import dry_run
 from hermes_pipeline.config import ConfigError
 from hermes_pipeline.engine.base import Outcome
 from hermes_pipeline.jsonl import JsonlLog, Rejected
-from hermes_pipeline.replay_run import ReplayTotals
+from hermes_pipeline.replay_run import BATCH_PRICE, ReplayTotals
 from hermes_pipeline.transcript import Conversation
 
 INCOMPLETE = "INCOMPLETE"
@@ -53,6 +53,10 @@ def conversation_row(conversation: Conversation, messages_after: int, outcome: O
         "retries": summary.retries if summary else 0,
         "cached": summary.cached if summary else False,
         "usage": dict(summary.usage) if summary else {},
+        # a model's summary came by "batch" or "call"; "fallback": the embedded summarizer stood in
+        "summary_via": summary_via(summary),
+        "batch_items": getattr(summary, "batch_items", 0) if summary else 0,
+        "usage_batch": dict(getattr(summary, "batch_usage", {})) if summary else {},   # within usage, half price
         "noop_reason": outcome.noop_reason,
         "quality": outcome.quality,
         "engine": outcome.engine,
@@ -68,13 +72,22 @@ def conversation_row(conversation: Conversation, messages_after: int, outcome: O
     }
 
 
+def summary_via(summary) -> str | None:
+    if summary is None:
+        return None
+    if summary.fallback and summary.summarizer == "extractive":
+        return "fallback"
+    return getattr(summary, "via", None)
+
+
 def problem_row(source: str, status: str, reason: str, conversation_id: str | None = None,
                 messages: int | None = None) -> dict:
     return {
         "id": conversation_id, "source": source, "format": None, "status": status, "trigger": "none",
         "messages_before": messages, "messages_after": None, "tokens_before": None, "tokens_after": None,
         "tokens_recorded": None, "summary_tokens": 0, "summarizer": None, "fallback": None,
-        "calls": 0, "retries": 0, "cached": False, "usage": {}, "noop_reason": None, "quality": None, "engine": None,
+        "calls": 0, "retries": 0, "cached": False, "usage": {}, "summary_via": None, "batch_items": 0,
+        "usage_batch": {}, "noop_reason": None, "quality": None, "engine": None,
         "engine_fallback": None, "stats": {}, "repairs": [], "error": reason, "seconds": 0.0,
         "fits": None, "fit_reason": None,
     }
@@ -92,6 +105,9 @@ class RunTotals:
     calls: int = 0
     retries: int = 0
     usage: Counter = field(default_factory=Counter)
+    usage_batch: Counter = field(default_factory=Counter)   # the part of usage a batch delivered: half price
+    batch_items: int = 0
+    via: Counter = field(default_factory=Counter)            # summaries by how they came: batch, call, fallback
     files: int = 0
     bytes_in: int = 0
     bytes_skipped: int = 0       # input files left unread, unchanged since the last run
@@ -123,6 +139,10 @@ class RunTotals:
         self.calls += row["calls"]
         self.retries += row["retries"]
         self.usage.update({k: v for k, v in row["usage"].items() if isinstance(v, int)})
+        self.usage_batch.update({k: v for k, v in (row.get("usage_batch") or {}).items() if isinstance(v, int)})
+        self.batch_items += row.get("batch_items") or 0
+        if row.get("summary_via"):
+            self.via[row["summary_via"]] += 1
         self.replay.add(row.get("replay"))
         self.quality.add(row.get("quality"))
         self.would.add(row.get("dry_run"))
@@ -135,8 +155,13 @@ class RunTotals:
                 summarizer_prices: dict | None = None) -> dict[str, Any]:
         per_million = lambda tokens, price: round(tokens * float(price) / 1e6, 6)
         usage = {k: self.usage.get(k, 0) for k in USAGE_KEYS}
+        usage_batch = {k: self.usage_batch.get(k, 0) for k in USAGE_KEYS}
         sp = summarizer_prices or prices     # summary calls are billed at the summary model's own prices
         write_price = sp.get(f"cache_write_{cache_ttl}", sp.get("cache_write_5m", 0))
+        bill = lambda u: (per_million(u["input_tokens"], sp.get("input", 0))
+                          + per_million(u["output_tokens"], sp.get("output", 0))
+                          + per_million(u["cache_read_tokens"], sp.get("cache_read", 0))
+                          + per_million(u["cache_write_tokens"], write_price))
         conversations = sum(self.statuses.values())
         return {
             "status": self.status,
@@ -158,12 +183,13 @@ class RunTotals:
             "summarizer_calls": self.calls,
             "summarizer_retries": self.retries,
             "summarizer_usage": usage,
+            "summarizer_batch_items": self.batch_items,
+            "summarizer_usage_batch": usage_batch,      # within summarizer_usage, billed at the batch price
+            "summary_via": dict(self.via),
             "estimated_cost_usd": {
-                # what the summary calls cost, and what sending each transcript once more would cost
-                "summarizer": round(per_million(usage["input_tokens"], sp.get("input", 0))
-                                    + per_million(usage["output_tokens"], sp.get("output", 0))
-                                    + per_million(usage["cache_read_tokens"], sp.get("cache_read", 0))
-                                    + per_million(usage["cache_write_tokens"], write_price), 6),
+                # what the summary calls cost (batch items at half price), and what sending each
+                # transcript once more would cost
+                "summarizer": round(bill(usage) - (1 - BATCH_PRICE) * bill(usage_batch), 6),
                 "next_request_input_before": per_million(self.tokens_before, prices.get("input", 0)),
                 "next_request_input_after": per_million(self.tokens_after, prices.get("input", 0)),
             },

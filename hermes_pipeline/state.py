@@ -32,7 +32,7 @@ STATE_DIR = ".hermes"
 RUNTIME_ONLY = ("input.path", "output.dir", "incremental", "progress", "quiet", "runner", "replay", "plugins",
                 "input.paths", "summarizer.cache", "summarizer.max_in_flight", "summarizer.retry", "summarizer.breaker",
                 "summarizer.max_fallback_share", "summarizer.stop_on_auth_error", "summarizer.api_key_env",
-                "summarizer.require_api_key", "context.options.store", "lcm.store")
+                "summarizer.require_api_key", "context.options.store", "lcm.store", "summarizer.batch")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (

@@ -444,3 +444,54 @@ def test_cli_serves_until_interrupted():
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=5) == 0
+
+
+# ---- the batch APIs ------------------------------------------------------------------
+
+def test_anthropic_message_batches_with_errored_expired_and_a_slow_finish(fake):
+    fake.batches.polls_in_progress = 1
+    fake.batches.outcomes.extend([None, "errored", "expired"])
+    client = make_anthropic(fake)
+    params = lambda i: {"model": "claude-test", "max_tokens": 500,
+                        "messages": [{"role": "user", "content": f"{TRANSCRIPT} ({i})"}]}
+    batch = client.messages.batches.create(requests=[{"custom_id": f"k{i}", "params": params(i)} for i in range(3)])
+    assert batch.processing_status == "in_progress" and batch.request_counts.processing == 3
+    assert client.messages.batches.retrieve(batch.id).processing_status == "in_progress"    # the slow finish
+    ended = client.messages.batches.retrieve(batch.id)
+    assert ended.processing_status == "ended"
+    assert (ended.request_counts.succeeded, ended.request_counts.errored, ended.request_counts.expired) == (1, 1, 1)
+    results = {r.custom_id: r.result for r in client.messages.batches.results(batch.id)}
+    assert results["k0"].type == "succeeded" and results["k0"].message.content[0].text == \
+        fp.summarize_request(params(0))                   # the answer a plain call gets
+    assert results["k1"].type == "errored" and results["k1"].error.error.type == "api_error"
+    assert results["k2"].type == "expired"
+
+
+def test_openai_batch_over_an_uploaded_file_with_a_failing_poll_and_a_cancel(fake):
+    fake.max_input_chars = 2000                           # the long item is refused as it would be alone
+    fake.batches.script_polls([fp.server_error(503)])
+    client = make_openai(fake)
+    lines = [{"custom_id": f"k{i}", "method": "POST", "url": "/v1/chat/completions",
+              "body": {"model": "gpt-test", "messages": [{"role": "user", "content": text}]}}
+             for i, text in enumerate([TRANSCRIPT, TRANSCRIPT * 10])]
+    upload = client.files.create(file=("in.jsonl", "\n".join(map(json.dumps, lines)).encode(), "application/jsonl"),
+                                 purpose="batch")
+    batch = client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h")
+    with pytest.raises(openai.InternalServerError):
+        client.batches.retrieve(batch.id)                 # the first look fails
+    while (found := client.batches.retrieve(batch.id)).status != "completed":
+        assert found.status == "in_progress"
+    assert (found.request_counts.completed, found.request_counts.failed) == (1, 1)
+    output = [json.loads(line) for line in client.files.content(found.output_file_id).text.splitlines()]
+    errors = [json.loads(line) for line in client.files.content(found.error_file_id).text.splitlines()]
+    assert output[0]["custom_id"] == "k0" and output[0]["response"]["body"]["choices"][0]["message"]["content"] == \
+        fp.summarize_request(lines[0]["body"], "openai")
+    assert errors[0]["custom_id"] == "k1" and errors[0]["response"]["status_code"] == 400
+    assert errors[0]["response"]["body"]["error"]["code"] == "context_length_exceeded"
+    again = client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h")
+    assert client.batches.cancel(again.id).status == "cancelling"
+    cancelled = client.batches.retrieve(again.id)
+    assert cancelled.status == "cancelled" and cancelled.output_file_id is None
+    assert all(json.loads(line)["error"]["code"] == "batch_cancelled"
+               for line in client.files.content(cancelled.error_file_id).text.splitlines())
+    assert fake.batches.created["openai"] == 2 and "/v1/chat/completions" not in fake.path_counts

@@ -217,9 +217,20 @@ class CacheConfig:
 
 @dataclass
 class BreakerConfig:
-    max_failures: int = opt(3, "after this many connection/timeout/5xx failures in a row the endpoint is not "
-                               "called again this run (the embedded summarizer stands in, and the run says so)",
-                            minimum=1)
+    max_failures: int = opt(3, "after this many calls in a row failed after their retries (no answer, 5xx, "
+                               "404), or attempts refused by an endpoint that never answered, the endpoint is not "
+                               "called again this run (the embedded summarizer stands in, and the run says so); "
+                               "429s never count, a success starts the count again", minimum=1)
+
+
+@dataclass
+class BatchConfig:
+    enabled: bool = opt(False, "send the summary requests through the provider's batch API (Anthropic Message "
+                               "Batches, OpenAI Batch) at half price; the run waits for them")
+    poll_s: float = opt(30.0, "longest wait between two looks at a batch, seconds (the first look comes sooner)",
+                        minimum=0.01)
+    max_wait_h: float = opt(24.0, "a batch not finished after this many hours is canceled; what it did not "
+                                  "deliver goes as plain calls", minimum=0.0)
 
 
 @dataclass
@@ -241,6 +252,10 @@ class LLMSummarizerConfig:
     max_fallback_share: float = opt(0.2, "more compacted conversations than this share falling back to the "
                                          "embedded summarizer makes the run exit 4 (summarizer unhealthy)",
                                     range=(0.0, 1.0))
+    batch: BatchConfig = group(BatchConfig, "batch APIs: half price, answers within hours")
+    input: str = opt("digest", "what the model reads of the middle: digest (a long tool output as its call, exit "
+                               "status, error lines, identifiers, first and last lines) | full (every output, capped)",
+                     choices=("digest", "full"))
 
 
 @dataclass

@@ -43,8 +43,9 @@ class RunOptions:
 
 class Executor:
     def __init__(self, runner, folder: RunFolder, tree: OutputTree, options: RunOptions,
-                 stop: threading.Event | None = None):
+                 stop: threading.Event | None = None, first=None):
         self.runner, self.folder, self.tree, self.options = runner, folder, tree, options
+        self.first = first        # work before the run proper: batch mode's batches (runners/batch_pass.py)
         self.state = tree.state
         self.stop = stop or threading.Event()
         self.totals = RunTotals()
@@ -55,6 +56,8 @@ class Executor:
             self.progress = progress
             stream = WorkStream(inputs, self.tree, self.options, self.stop, progress)
             try:
+                if self.first is not None:
+                    self.first(inputs, self.tree, self.options, self.stop)
                 self._record_all(stream)
             except SummarizerFatalError as error:
                 self.totals.stopped = str(error)

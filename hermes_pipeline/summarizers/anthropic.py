@@ -5,7 +5,7 @@ from typing import Any
 
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.llm import LLMSummarizer
-from hermes_pipeline.summarizers.llm_calls import Reply
+from hermes_pipeline.summarizers.llm_calls import ItemOutcome, Reply
 from hermes_pipeline.usage import reported
 
 
@@ -35,10 +35,38 @@ class AnthropicSummarizer(LLMSummarizer):
         }
 
     async def _send(self, params: dict) -> Reply:
-        response = await self._client.messages.create(**params)
-        text = "".join(getattr(block, "text", "") for block in response.content
-                       if getattr(block, "type", "") == "text")
-        return Reply(text=text, cut=response.stop_reason == "max_tokens", usage=reported(response.usage))
+        return _reply(await self._client.messages.create(**params))
+
+    # ---- Message Batches (summarizers/batch.py drives them) -------------------
+    batch_max_items, batch_max_bytes = 100_000, 200 << 20    # the API's limits: 100,000 requests, 256 MB
+
+    async def batch_submit(self, items: dict[str, dict]) -> dict:
+        """One batch of `items` (cache key -> request; the key is the custom_id): its ledger record."""
+        batch = await self._get_client().messages.batches.create(
+            requests=[{"custom_id": key, "params": params} for key, params in items.items()])
+        return {"id": batch.id}
+
+    async def batch_status(self, record: dict) -> tuple[bool, dict[str, int]]:
+        """(ended, counts of its items by state)."""
+        batch = await self._get_client().messages.batches.retrieve(record["id"])
+        return batch.processing_status == "ended", batch.request_counts.model_dump()
+
+    async def batch_results(self, record: dict) -> list[ItemOutcome]:
+        outcomes = []
+        async for item in await self._get_client().messages.batches.results(record["id"]):
+            result = item.result
+            if result.type == "succeeded":
+                outcomes.append(ItemOutcome(item.custom_id, "succeeded", reply=_reply(result.message)))
+            elif result.type == "errored":
+                error = getattr(result.error, "error", None)
+                outcomes.append(ItemOutcome(item.custom_id, "errored", error_type=getattr(error, "type", ""),
+                                            error=getattr(error, "message", "") or str(result.error)))
+            else:          # expired, canceled
+                outcomes.append(ItemOutcome(item.custom_id, result.type))
+        return outcomes
+
+    async def batch_cancel(self, record: dict) -> None:
+        await self._get_client().messages.batches.cancel(record["id"])
 
     def _status_error(self):
         import anthropic
@@ -47,3 +75,9 @@ class AnthropicSummarizer(LLMSummarizer):
     def _connection_error(self):
         import anthropic
         return anthropic.APIConnectionError
+
+
+def _reply(message) -> Reply:
+    """A Messages API response (a plain call's, or a batch item's) as the summarizer reads it."""
+    text = "".join(getattr(block, "text", "") for block in message.content if getattr(block, "type", "") == "text")
+    return Reply(text=text, cut=message.stop_reason == "max_tokens", usage=reported(message.usage))

@@ -42,6 +42,9 @@ class SummaryResult:
     retries: int = 0
     cached: bool = False             # answered from the request cache
     estimate: dict | None = None     # dry_run=true: what the configured summarizer would have sent and cost
+    via: str | None = None           # a model's summary: "batch" or "call"; "fallback": the embedded one stood in
+    batch_items: int = 0             # answers a batch delivered to it (billed at the batch price) ...
+    batch_usage: dict[str, int] = field(default_factory=dict)   # ... and their tokens, within `usage`
 
 
 class Summarizer(ABC):

@@ -1,5 +1,9 @@
 """Persistent request cache: a rerun or a resumed run never pays for the same summary twice.
 
+It is also where batch results meet the conversations that need them: a batch's
+answers are stored here with their usage (`via: batch`), and billed once, to the
+first conversation that uses each (`claim`).
+
 Keyed by sha256 of (provider, model, exact request JSON). The request holds
 no credentials, so neither does the key or the file. One SQLite file, shared
 by the threads of a run (one connection behind a lock) and by concurrent
@@ -66,6 +70,25 @@ class RequestCache:
             self._connect().execute(
                 "INSERT OR REPLACE INTO requests (key, value, created) VALUES (?, ?, ?)",
                 (key, blob, time.time()))
+
+    def claim(self, key: str) -> bool:
+        """Mark a batch's answer as billed: True for the first caller only, in any process of the run
+        (a batch item is paid once, by the conversation that uses it first)."""
+        if not self.enabled:
+            return False
+        with self._lock:
+            db = self._connect()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute("SELECT value FROM requests WHERE key = ?", (key,)).fetchone()
+                value = json.loads(row[0]) if row else {}
+                claimed = value.get("via") == "batch" and not value.get("billed")
+                if claimed:
+                    db.execute("UPDATE requests SET value = ? WHERE key = ?",
+                               (json.dumps({**value, "billed": True}), key))
+            finally:
+                db.execute("COMMIT")
+        return claimed
 
     def __len__(self) -> int:
         if not self.enabled:

@@ -14,8 +14,9 @@ from typing import Any
 
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import Summarizer, SummarizerFatalError, SummaryRequest, SummaryResult
+from hermes_pipeline.summarizers.digest import digest_middle
 from hermes_pipeline.summarizers.llm_calls import LLMCalls, Tally
-from hermes_pipeline.summarizers.llm_errors import AuthOrQuota, CircuitOpen, ContextTooLong
+from hermes_pipeline.summarizers.llm_errors import AuthOrQuota, CircuitOpen, ContextTooLong, Gathered
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +26,10 @@ class LLMSummarizer(LLMCalls, Summarizer):
 
     def __init__(self, stop_on_auth_error: bool = True, max_input_chars: int | None = P.INPUT_CAP,
                  split: dict | None = None, fallback_cfg: dict | None = None,
-                 max_fallback_share: float = 0.2, **kwargs: Any):
+                 max_fallback_share: float = 0.2, input: str = "digest", **kwargs: Any):
         super().__init__(**kwargs)
         split = dict(split or {})
+        self.input = input      # digest: long tool outputs go as their digest (summarizers/digest.py); full
         self.stop_on_auth_error = bool(stop_on_auth_error)
         self.max_input_chars = int(max_input_chars) if max_input_chars else None
         self.max_parts = max(2, int(split.get("max_parts", 16)))
@@ -43,29 +45,36 @@ class LLMSummarizer(LLMCalls, Summarizer):
 
     # ---- a whole summary: one call, or split and merged ----------------------
     async def _summarize_async(self, request: SummaryRequest, tally: Tally):
-        """(text, note, cached); note says when the summary was split and merged."""
+        """(text, note, cached, via); note says when the summary was split and merged, via how an answer
+        from the request cache was first got (a batch, a call)."""
+        if self.input == "digest":
+            request = replace(request, middle=digest_middle(request.middle, request.probes))
         budget = int(request.budget_tokens)
         params = self._request(P.build_user_prompt(
             request.middle, budget, request.previous_summary, request.head, self.max_input_chars),
             self._max_tokens(budget))
         key = self._cache_key(params)
-        hit = self.cache.get(key)
-        if hit is not None:
-            return hit["text"], hit.get("note"), True
+        hit = self._lookup(key, tally)
+        if hit is not None and "text" in hit:
+            return hit["text"], hit.get("note"), not hit.get("fresh"), hit.get("via", "call")
         try:
-            text = await self._call(params, tally)
+            if hit is not None:           # a batch found it too long: split without asking again
+                raise ContextTooLong(hit["too_long"])
+            text = await self._call(params, tally, key=key)
             note = None
         except ContextTooLong as exc:
-            log.warning("%s: %s is too long for one request (%s); splitting",
-                        self.label, request.conversation_id, exc)
+            # said by the run proper; batch mode's first passes meet it again each round
+            log.log(logging.WARNING if self._gathering is None else logging.DEBUG,
+                    "%s: %s is too long for one request (%s); splitting", self.label, request.conversation_id, exc)
             try:
                 text, note = await self._split_and_merge(request, budget, str(exc), tally)
             except AuthOrQuota:
                 raise
             except Exception as inner:
                 raise ContextTooLong(f"{exc}; splitting failed: {self._describe(inner)}") from inner
-        self.cache.put(key, {"text": text, "note": note})
-        return text, note, False
+        if self._gathering is None:      # a first pass's merge is the run proper's to bill and keep
+            self.cache.put(key, {"text": text, "note": note})
+        return text, note, False, None
 
     async def _parts(self, middle: list[dict], budget: int, head: list[dict],
                      tally: Tally, depth: int) -> list[str]:
@@ -74,7 +83,7 @@ class LLMSummarizer(LLMCalls, Summarizer):
             params = self._request(P.build_user_prompt(middle, budget, None, head, self.max_input_chars),
                                    self._max_tokens(budget))
             try:
-                return [(await self._cached_call(params, tally))[0]]
+                return [(await self._cached_call(params, tally, split=True))[0]]
             except ContextTooLong:
                 pass
         cut = _split_point(middle)
@@ -98,7 +107,7 @@ class LLMSummarizer(LLMCalls, Summarizer):
                 parts, budget, request.previous_summary, request.head, request.middle),
                 self._max_tokens(budget))
             try:
-                text, _ = await self._cached_call(params, tally)
+                text, _ = await self._cached_call(params, tally, split=True)
                 how = "a merge call"
             except AuthOrQuota:
                 raise
@@ -117,9 +126,13 @@ class LLMSummarizer(LLMCalls, Summarizer):
         tally = Tally(conversation=str(request.conversation_id))
         circuit_open = False
         try:
-            text, note, cached = self._run(self._summarize_async(request, tally))
+            text, note, cached, via = self._run(self._summarize_async(request, tally))
+            if self._gathering is not None:     # batch mode's first pass: all it needed was answered
+                raise Gathered()
+            via = "batch" if tally.batch_items and not tally.calls else via or "call"
             return SummaryResult(text=text, summarizer=self.label, fallback=note, usage=tally.usage,
-                                 calls=tally.calls, retries=tally.retries, cached=cached)
+                                 calls=tally.calls, retries=tally.retries, cached=cached, via=via,
+                                 batch_items=tally.batch_items, batch_usage=tally.batch_usage)
         except SummarizerFatalError:   # e.g. no key: nothing to fall back from
             raise
         except AuthOrQuota as exc:
@@ -138,6 +151,8 @@ class LLMSummarizer(LLMCalls, Summarizer):
                 reason = f"{self.label}: gave up after {self.attempts} attempts ({self._describe(exc)})"
             else:
                 reason = f"{self.label}: request failed ({self._describe(exc)})"
+        if self._gathering is not None:         # the run itself will fall back, and say why
+            raise Gathered()
         reason += "; used the embedded extractive summary"
         # once the circuit is open it was said once, at error level; each fallback after it is in the manifest
         log.log(logging.DEBUG if circuit_open else logging.WARNING, "%s: %s",
@@ -150,8 +165,8 @@ class LLMSummarizer(LLMCalls, Summarizer):
                 from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
                 self._extractive = ExtractiveSummarizer(**self.fallback_cfg)
         result = self._extractive.summarize(request)
-        return replace(result, fallback=reason, usage=tally.usage, calls=tally.calls,
-                       retries=tally.retries, cached=False)
+        return replace(result, fallback=reason, usage=tally.usage, calls=tally.calls, retries=tally.retries,
+                       cached=False, via="fallback", batch_items=tally.batch_items, batch_usage=tally.batch_usage)
 
     def close(self) -> None:
         super().close()

@@ -4,7 +4,9 @@
   attempt is counted): exponential backoff with jitter, `retry-after` honoured,
   retry on 429/5xx/529/timeouts/dropped connections, never on other 4xx;
 - a reply that is cut off, empty or has no summary sections is a failed attempt;
-- too many endpoint failures in a row open a circuit: no more calls this run;
+- a circuit breaker trips on a dead endpoint, not on weather: it counts calls that failed
+  after their retries (not attempts; a 429 never counts, it is flow control; a success resets
+  it), and, until the endpoint has answered anything, every attempt that got no answer;
 - the runner's threads share one event loop in a background thread, and a
   semaphore bounds the requests in flight.
 The API key is read from the environment when the client is built and is
@@ -25,7 +27,7 @@ from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import SummarizerFatalError
 from hermes_pipeline.summarizers.cache import RequestCache, request_key
 from hermes_pipeline.summarizers.llm_errors import (
-    AuthOrQuota, BadReply, CircuitOpen, ContextTooLong, classify, describe, retry_after)
+    AuthOrQuota, BadReply, CircuitOpen, ContextTooLong, Gathered, classify, describe, retry_after)
 from hermes_pipeline.summarizers.redact import REDACTED, redact_secrets
 
 log = logging.getLogger(__name__)
@@ -44,10 +46,18 @@ class Tally:
     retries: int = 0
     usage: dict[str, int] = field(default_factory=lambda: {
         "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0})
+    batch_items: int = 0            # answers a batch delivered (billed at the batch price)
+    batch_usage: dict[str, int] = field(default_factory=dict)
 
     def add(self, usage: dict[str, int]) -> None:
         for key, value in usage.items():
             self.usage[key] = self.usage.get(key, 0) + int(value or 0)
+
+    def add_batch(self, usage: dict[str, int]) -> None:
+        self.add(usage)
+        self.batch_items += 1
+        for key, value in usage.items():
+            self.batch_usage[key] = self.batch_usage.get(key, 0) + int(value or 0)
 
 
 @dataclass
@@ -56,6 +66,17 @@ class Reply:
     text: str
     cut: bool                       # stopped by the output limit
     usage: dict[str, int]
+
+
+@dataclass
+class ItemOutcome:
+    """What became of one request of a batch."""
+    key: str                        # its cache key (the batch's custom_id)
+    state: str                      # succeeded | errored | expired | canceled
+    reply: Reply | None = None
+    status: int | None = None       # the HTTP status an errored item carries, when it says
+    error_type: str = ""
+    error: str = ""
 
 
 class LLMCalls:
@@ -71,7 +92,7 @@ class LLMCalls:
                  api_key_env: str | None = None, require_api_key: bool = True,
                  max_output_tokens: int | None = None,
                  model_cfg: dict | None = None, aux_cfg: dict | None = None,
-                 default_model: str | None = None, breaker: dict | None = None):
+                 default_model: str | None = None, breaker: dict | None = None, batch: dict | None = None):
         model_cfg, aux_cfg = dict(model_cfg or {}), dict(aux_cfg or {})
         retry, cache = dict(retry or {}), dict(cache or {})
         self.name = name or self.provider
@@ -94,10 +115,17 @@ class LLMCalls:
         self.max_output_tokens = int(max_output_tokens or self.default_max_output_tokens)
         self.breaker_limit = max(1, int((breaker or {}).get("max_failures", 3)))
         self._failures_in_a_row = 0
+        self._answered = False           # the endpoint has sent an HTTP answer (any status) this run
         self._circuit_open: str | None = None     # why the endpoint is left alone, once it is
         self.model_cfg, self.aux_cfg = model_cfg, aux_cfg
         self.cache = RequestCache(cache.get("path", ".hermes-cache/requests.sqlite"),
                                   enabled=cache.get("enabled", True))
+        batch = dict(batch or {})
+        self.batch_enabled = bool(batch.get("enabled", False))   # summarizers/batch.py runs the batches
+        self.batch_poll_s = float(batch.get("poll_s", 30.0))
+        self.batch_max_wait_h = float(batch.get("max_wait_h", 24.0))
+        self._gathering: dict[str, dict] | None = None   # batch mode's first pass: key -> request, not sent
+        self.batch_tried: set[str] = set()     # keys a batch of this run did not deliver: plain calls
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -150,6 +178,9 @@ class LLMCalls:
                 f"auxiliary.compression.model={self.model!r} is not an {self.provider} model, but "
                 f"summarizer={self.name} calls the {self.provider} API: name one of its models, pick the "
                 "summarizer of that model's provider, or set auxiliary.compression.base_url for a compatible server")
+        if self.batch_enabled and not self.cache.enabled:
+            raise SummarizerFatalError("summarizer.batch.enabled=true needs the request cache "
+                                       "(summarizer.cache.enabled=true): batch results are kept there")
         if self.require_api_key and not self._api_key():
             raise SummarizerFatalError(
                 f"{self.name} summarizer: the environment variable {self.key_env} is not set. "
@@ -191,43 +222,58 @@ class LLMCalls:
         return self._client
 
     # ---- one request, with retries ---------------------------------------
+    def _no_answer(self, exc: BaseException) -> bool:
+        return isinstance(exc, (asyncio.TimeoutError, self._connection_error()))
+
     def _endpoint_down(self, exc: BaseException) -> bool:
         """A failure that says the endpoint itself is unwell or wrong (not this request): no answer, a
-        5xx, or 404/405 (a wrong base_url path, or a model the endpoint does not serve: every request fails)."""
+        5xx, or 404/405 (a wrong base_url path, or a model the endpoint does not serve: every request fails).
+        A 429 is not: the endpoint is alive and asks us to slow down."""
         status = getattr(exc, "status_code", 0) or 0
-        return isinstance(exc, (asyncio.TimeoutError, self._connection_error())) or status >= 500 \
-            or status in (404, 405)
+        return self._no_answer(exc) or status >= 500 or status in (404, 405)
 
-    def _note_failure(self, exc: BaseException) -> None:
-        """Count endpoint failures in a row (all in the loop thread); open the circuit at the limit."""
-        if not self._endpoint_down(exc):
-            return
+    def _count_failure(self, exc: BaseException, what: str) -> None:
+        """One more failure in a row (all in the loop thread); the circuit opens at the limit."""
         self._failures_in_a_row += 1
         if self._failures_in_a_row >= self.breaker_limit and self._circuit_open is None:
-            self._circuit_open = (f"{self.label}: circuit open after {self._failures_in_a_row} connection/"
-                                  f"timeout/5xx failures in a row ({self._describe(exc)}); the endpoint is "
-                                  "not called again in this run")
+            self._circuit_open = (f"{self.label}: circuit open after {self._failures_in_a_row} {what} in a row "
+                                  f"({self._describe(exc)}); the endpoint is not called again in this run")
             log.error(self._circuit_open)      # said once; each conversation's fallback names it too
 
-    async def _attempt(self, params: dict, tally: Tally) -> str:
-        if self._circuit_open:       # no call, no wait: the request cache was already asked
+    def _note_attempt_failure(self, exc: BaseException) -> None:
+        """An endpoint that has never answered and refuses or drops a connection is dead or mistyped, not
+        busy: each such attempt counts, so the run learns it in seconds, not after every call's retries."""
+        if not self._no_answer(exc):
+            self._answered = True
+        elif not self._answered:
+            self._count_failure(exc, "attempts without an answer")
+
+    def _note_call_failure(self, exc: BaseException) -> None:
+        """A call that failed after its retries counts when the endpoint is to blame (and was not already
+        counted attempt by attempt)."""
+        if self._endpoint_down(exc) and not (self._no_answer(exc) and not self._answered):
+            self._count_failure(exc, "calls failed after their retries")
+
+    async def _attempt(self, params: dict, tally: Tally, split: bool = False) -> str:
+        # a split answers a context-length 400, which the endpoint sent: it goes ahead whatever the breaker says
+        if self._circuit_open and not split:       # no call, no wait: the request cache was already asked
             raise CircuitOpen(self._circuit_open)
         self._get_client()
         async with self._sem:
-            if self._circuit_open:
+            if self._circuit_open and not split:
                 raise CircuitOpen(self._circuit_open)
             tally.calls += 1
             try:
                 reply = await asyncio.wait_for(self._send(params), self.timeout)
             except Exception as exc:
-                self._note_failure(exc)
+                self._note_attempt_failure(exc)
                 kind = self._classify(exc)
                 if kind == "too_long":
                     raise ContextTooLong(self._describe(exc)) from exc
                 if kind == "fatal":
                     raise AuthOrQuota(self._describe(exc)) from exc
                 raise
-        self._failures_in_a_row = 0
+        self._failures_in_a_row, self._answered = 0, True
         tally.add(reply.usage)
         if reply.cut:
             raise BadReply("reply cut off by the output token limit", cut=True)
@@ -243,8 +289,19 @@ class LLMCalls:
             return min(asked, self.max_retry_after)
         return self._backoff(state)
 
-    async def _call(self, params: dict, tally: Tally) -> str:
-        params = dict(params)
+    async def _call(self, params: dict, tally: Tally, split: bool = False, key: str | None = None) -> str:
+        if self._gathering is not None:          # batch mode's first pass: written down, not sent
+            key = key or self._cache_key(params)
+            if key not in self.batch_tried:      # what a batch did not deliver goes as a plain call
+                self._gathering[key] = params
+            raise Gathered()
+        try:
+            return await self._call_with_retries(dict(params), tally, split)
+        except Exception as exc:
+            self._note_call_failure(exc)
+            raise
+
+    async def _call_with_retries(self, params: dict, tally: Tally, split: bool) -> str:
 
         def before_sleep(state):
             tally.retries += 1
@@ -259,7 +316,7 @@ class LLMCalls:
         async for attempt in retrying:
             with attempt:
                 try:
-                    return await self._attempt(params, tally)
+                    return await self._attempt(params, tally, split)
                 except BadReply as exc:
                     if exc.cut:   # more room next time
                         self._grow_max_tokens(params)
@@ -271,19 +328,43 @@ class LLMCalls:
             if key in params:
                 params[key] = min(params[key] * 2, max(self.max_output_tokens, params[key]))
 
+    @property
+    def endpoint(self) -> str:
+        return f"{self.route}@{self.base_url or 'default'}"
+
     def _cache_key(self, params: dict) -> str:
         # The endpoint is part of the key: a dry run against a fake or local server must
         # never answer a later run against the real API (same route, model and request).
-        return request_key(f"{self.route}@{self.base_url or 'default'}", self.model, params)
+        return request_key(self.endpoint, self.model, params)
 
-    async def _cached_call(self, params: dict, tally: Tally) -> tuple[str, bool]:
-        key = self._cache_key(params)
+    def _lookup(self, key: str, tally: Tally) -> dict | None:
+        """What the request cache holds for a request: {"text"} (with "note", "via"), or {"too_long"}
+        for one a batch found too long. A batch's answer is billed to the first conversation using it."""
         hit = self.cache.get(key)
+        if hit is not None and hit.get("via") == "batch" and self._gathering is None and self.cache.claim(key):
+            tally.add_batch(hit.get("usage") or {})
+            hit = {**hit, "fresh": True}
+        return hit
+
+    async def _cached_call(self, params: dict, tally: Tally, split: bool = False) -> tuple[str, bool]:
+        key = self._cache_key(params)
+        hit = self._lookup(key, tally)
+        if hit is not None and "text" in hit:
+            return hit["text"], not hit.get("fresh")
         if hit is not None:
-            return hit["text"], True
-        text = await self._call(params, tally)
+            raise ContextTooLong(hit["too_long"])
+        text = await self._call(params, tally, split, key)
         self.cache.put(key, {"text": text})
         return text, False
+
+    # ---- batch mode's first pass (summarizers/batch.py) ---------------------
+    def start_gathering(self) -> None:
+        self._gathering = {}
+
+    def stop_gathering(self) -> dict[str, dict]:
+        """The requests the pass wrote down (cache key -> request), not yet answered anywhere."""
+        gathered, self._gathering = self._gathering or {}, None
+        return gathered
 
     # ---- end of the run ---------------------------------------------------
     def close(self) -> None:

@@ -36,6 +36,21 @@ class CircuitOpen(Exception):
     """The endpoint failed too often in a row: it is not called again this run."""
 
 
+class Gathered(BaseException):
+    """Batch mode's first pass: the request was written down for a batch instead of sent. A
+    BaseException, so that no `except Exception` on the way (a fallback, a stage) takes it for a failure."""
+
+
+def classify_item(status: int | None, kind: str, message: str) -> str:
+    """"too_long" | "fatal" | "failed" for a batch item the provider answered with an error."""
+    text = f"{kind} {message}"
+    if status in AUTH_STATUS or kind in ("authentication_error", "permission_error") or _QUOTA.search(text):
+        return "fatal"
+    if (status in (None, 400, 413, 422) or kind == "invalid_request_error") and _TOO_LONG.search(text):
+        return "too_long"
+    return "failed"
+
+
 def retry_after(exc: BaseException) -> float | None:
     """Seconds the server asked us to wait (retry-after-ms, retry-after seconds or date)."""
     response = getattr(exc, "response", None)

@@ -1,11 +1,12 @@
 """The OpenAI(-compatible) Chat Completions summarizer: its client, request and reply (the rest is LLMSummarizer)."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.llm import LLMSummarizer
-from hermes_pipeline.summarizers.llm_calls import Reply
+from hermes_pipeline.summarizers.llm_calls import ItemOutcome, Reply
 from hermes_pipeline.usage import reported
 
 
@@ -33,11 +34,48 @@ class OpenAISummarizer(LLMSummarizer):
         }
 
     async def _send(self, params: dict) -> Reply:
-        response = await self._client.chat.completions.create(**params)
+        from openai.types.chat import ChatCompletion
+        # the SDK's post() with the same JSON body as chat.completions.create(), without create()'s walk of
+        # the params' type annotations: half the client's CPU per call (4.7 -> 2.4 ms), which a wave of
+        # replies arriving together waits on (bench_llm_concurrency: 1.04-1.06x -> 1.02-1.03x the ideal)
+        response = await self._client.post("/chat/completions", body=params, cast_to=ChatCompletion)
         choice = response.choices[0] if response.choices else None
         text = (choice.message.content or "") if choice and choice.message else ""
         # usage.reported counts cached prompt tokens apart, as Anthropic does, so prices add up the same way
         return Reply(text=text, cut=bool(choice and choice.finish_reason == "length"), usage=reported(response.usage))
+
+    # ---- the Batch API (summarizers/batch.py drives it) -------------------------
+    batch_max_items, batch_max_bytes = 50_000, 180 << 20     # the API's limits: 50,000 requests, a 200 MB file
+    _ENDED = ("completed", "failed", "expired", "cancelled")
+
+    async def batch_submit(self, items: dict[str, dict]) -> dict:
+        """Upload the requests as a JSONL file, start a batch on it: its ledger record."""
+        client = self._get_client()
+        lines = (json.dumps({"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": params})
+                 for key, params in items.items())
+        data = ("\n".join(lines) + "\n").encode()
+        upload = await client.files.create(file=("hermes-batch.jsonl", data, "application/jsonl"), purpose="batch")
+        batch = await client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
+                                            completion_window="24h")
+        return {"id": batch.id, "input_file_id": upload.id}
+
+    async def batch_status(self, record: dict) -> tuple[bool, dict[str, int]]:
+        batch = await self._get_client().batches.retrieve(record["id"])
+        counts = batch.request_counts.model_dump() if batch.request_counts else {}
+        return batch.status in self._ENDED, {**counts, batch.status: 1}
+
+    async def batch_results(self, record: dict) -> list[ItemOutcome]:
+        client = self._get_client()
+        batch = await client.batches.retrieve(record["id"])
+        outcomes = []
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if file_id:
+                content = await client.files.content(file_id)
+                outcomes += [_outcome(json.loads(line)) for line in content.text.splitlines() if line.strip()]
+        return outcomes
+
+    async def batch_cancel(self, record: dict) -> None:
+        await self._get_client().batches.cancel(record["id"])
 
     def _status_error(self):
         import openai
@@ -46,3 +84,23 @@ class OpenAISummarizer(LLMSummarizer):
     def _connection_error(self):
         import openai
         return openai.APIConnectionError
+
+
+_LINE_STATES = {"batch_expired": "expired", "batch_cancelled": "canceled"}
+
+
+def _outcome(line: dict) -> ItemOutcome:
+    """One line of a batch's output or error file."""
+    key, response, error = str(line.get("custom_id")), line.get("response") or {}, line.get("error") or {}
+    body = response.get("body") or {}
+    if response.get("status_code") == 200 and body.get("choices"):
+        choice = body["choices"][0]
+        text = (choice.get("message") or {}).get("content") or ""
+        return ItemOutcome(key, "succeeded", reply=Reply(text=text, cut=choice.get("finish_reason") == "length",
+                                                         usage=reported(body.get("usage"))))
+    if error.get("code") in _LINE_STATES:
+        return ItemOutcome(key, _LINE_STATES[error["code"]])
+    detail = body.get("error") if isinstance(body.get("error"), dict) else error
+    return ItemOutcome(key, "errored", status=response.get("status_code"),
+                       error_type=str(detail.get("type") or detail.get("code") or ""),
+                       error=str(detail.get("message") or ""))

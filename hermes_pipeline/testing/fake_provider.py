@@ -9,6 +9,8 @@ The real ``anthropic`` and ``openai`` SDKs can talk to it through ``base_url``:
 Replies are compaction summaries built only from the request, so the same
 request always yields the same text. Faults (rate limits, 5xx, context-length
 errors, hangs...) can be scripted per request with ``FakeProvider.script``.
+Both batch APIs are served too (``FakeProvider.batches``, fake_batches.py:
+Anthropic Message Batches, OpenAI Batch and Files), with their own script.
 
 The server and its CLI live here; the faults in fake_faults.py, request parsing
 and the summary in fake_summary.py, the response bodies in fake_replies.py
@@ -29,6 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterable, Mapping
 from urllib.parse import urlsplit
 
+from hermes_pipeline.testing.fake_batches import FakeBatches
 from hermes_pipeline.testing.fake_faults import (  # noqa: F401 - the constructors are re-exported
     ERROR_KINDS, Fault, as_fault, auth_error, context_length, empty, forbidden, hang, insufficient_quota, latency,
     overloaded, rate_limit, server_error, truncated,
@@ -67,6 +70,9 @@ class _Handler(BaseHTTPRequestHandler):
     # HTTP/1.1 keeps SDK connections alive like a real API would.
     protocol_version = "HTTP/1.1"
     server_version = "FakeProvider/1.0"
+    # headers and body go out as two writes: without TCP_NODELAY the body waits for the client's
+    # delayed ACK (~40 ms a reply), which no real API adds
+    disable_nagle_algorithm = True
 
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
         self.server.provider._handle(self)  # type: ignore[attr-defined]
@@ -117,6 +123,7 @@ class FakeProvider:
             self._path_counts: Counter[str] = Counter()
             self._faults: deque[Fault | None] = deque()
             self._cache_seen: set[str] = set()
+            self.batches = FakeBatches(self._respond)    # the batch APIs (fake_batches.py), scripted apart
 
     # ---- lifecycle -------------------------------------------------------
 
@@ -209,14 +216,18 @@ class FakeProvider:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        seq, fault = self._record(handler, path, body)
+        batch_api = provider is None and self.batches.owns(path)
+        seq, fault = self._record(handler, path, body, scripted=not batch_api)
         self._sleep(self.default_latency + (fault.seconds if fault else 0.0))
-        status, payload, headers = self._respond(provider, path, body, fault, seq)
-        headers["request-id"] = f"req_fake_{seq:06d}"
+        if batch_api:
+            status, payload, headers = self.batches.answer(handler.command, path, raw, handler.headers)
+        else:
+            status, payload, headers = self._respond(provider, path, body, fault, seq)
+        headers = {"request-id": f"req_fake_{seq:06d}", **headers}
         self._send(handler, status, payload, headers)
 
     def _record(
-        self, handler: BaseHTTPRequestHandler, path: str, body: Any
+        self, handler: BaseHTTPRequestHandler, path: str, body: Any, scripted: bool = True
     ) -> tuple[int, Fault | None]:
         """Store the request and pop its fault atomically, so faults follow arrival order."""
         headers = {
@@ -224,7 +235,7 @@ class FakeProvider:
             for k, v in handler.headers.items()
         }
         with self._lock:
-            fault = self._faults.popleft() if self._faults else None
+            fault = self._faults.popleft() if self._faults and scripted else None
             self._requests.append(
                 {
                     "method": handler.command,
@@ -316,11 +327,11 @@ class FakeProvider:
             "completion_tokens_details": {"reasoning_tokens": 0},
         }
 
-    def _send(self, handler: BaseHTTPRequestHandler, status: int, payload: dict, headers: dict) -> None:
-        data = json.dumps(payload).encode("utf-8")
+    def _send(self, handler: BaseHTTPRequestHandler, status: int, payload: dict | bytes, headers: dict) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
+        headers = {"content-type": "application/json", **{k.lower(): v for k, v in headers.items()}}
         try:
             handler.send_response(status)
-            handler.send_header("Content-Type", "application/json")
             handler.send_header("Content-Length", str(len(data)))
             for name, value in headers.items():
                 handler.send_header(name, value)
@@ -347,6 +358,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-input-chars", type=int, default=None,
                         help="answer context-length errors above this many prompt characters")
     parser.add_argument("--quiet", action="store_true", help="no access log")
+    parser.add_argument("--batch-polls", type=int, default=2,
+                        help="looks at a batch that say 'in progress' before it ends (a slow finish)")
+    parser.add_argument("--batch-errored-every", type=int, default=0, metavar="N",
+                        help="every N-th batch item comes back errored (0: none)")
+    parser.add_argument("--batch-expired-every", type=int, default=0, metavar="N",
+                        help="every N-th batch item comes back expired (0: none)")
     args = parser.parse_args(argv)
 
     provider = FakeProvider(
@@ -356,8 +373,11 @@ def main(argv: list[str] | None = None) -> int:
         max_input_chars=args.max_input_chars,
         log=not args.quiet,
     ).start()
+    provider.batches.polls_in_progress = args.batch_polls
+    provider.batches.errored_every, provider.batches.expired_every = args.batch_errored_every, args.batch_expired_every
     print(f"anthropic base_url: {provider.anthropic_base_url}   (POST /v1/messages)")
     print(f"openai    base_url: {provider.openai_base_url}   (POST /v1/chat/completions)")
+    print("batch APIs: /v1/messages/batches (Anthropic), /v1/files + /v1/batches (OpenAI)")
     print("Any API key is accepted. Ctrl-C to stop.", flush=True)
     try:
         while True:

@@ -1,0 +1,91 @@
+"""Batch mode's first pass: which summary requests this run's conversations need.
+
+Before the run proper, every conversation it would compact is read the way it
+reads them (same stream, same formats, an incremental run's unchanged files and
+conversations skipped) and compacted with the summarizer writing its requests
+down instead of sending them. Nothing is written: no output, no manifest row, no
+state; the run proper does all of that afterwards, in input order, as without
+batches. The rounds, batches and ledger are summarizers/batch.py's.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from hermes_pipeline.repair import repair_tool_pairing
+from hermes_pipeline.runners.work_stream import Deferred, WorkStream
+from hermes_pipeline.summarizers.base import SummarizerFatalError
+from hermes_pipeline.summarizers.batch import BatchRun
+from hermes_pipeline.summarizers.batch_ledger import EVENTS, LEDGER, Ledger
+from hermes_pipeline.summarizers.llm_errors import Gathered
+from hermes_pipeline.state import STATE_DIR
+from hermes_pipeline.transcript import Conversation
+
+log = logging.getLogger(__name__)
+
+
+class _Unwritten:
+    """Where the first pass's (never written) output goes."""
+    written = 0
+
+    def write(self, data: bytes) -> None:
+        pass
+
+
+class _ReadOnlyTree:
+    """The output tree as the first pass sees it: its state is read, nothing is written."""
+
+    def __init__(self, tree):
+        self.state, self.path_for = tree.state, tree.path_for
+
+    def sink(self, relative: Path) -> _Unwritten:
+        return _Unwritten()
+
+
+class _NoProgress:
+    def advance(self, nbytes: int) -> None:
+        pass
+
+
+def ledger_for(tree, run_dir: Path) -> Ledger:
+    """A persistent output tree keeps the ledger for the next run; else the run folder does."""
+    folder = tree.root / STATE_DIR if tree.persistent else run_dir
+    return Ledger(folder / LEDGER, events=run_dir / EVENTS)
+
+
+def batch_first(summarizer, engine, run_dir: Path):
+    """The executor's hook that runs the batches before the run proper, or None when batches are off."""
+    if not getattr(summarizer, "batch_enabled", False):
+        return None
+
+    def run(inputs, tree, options, stop: threading.Event) -> None:
+        def gather() -> dict[str, dict]:
+            return needed_requests(summarizer, engine, inputs, tree, options, stop)
+        batches = BatchRun(summarizer, ledger_for(tree, run_dir), stop)
+        batches.run(gather)
+        log.info("%s: batches answered %d of the %d request(s) sent; the run proper follows", summarizer.label,
+                 batches.delivered, batches.submitted)
+    return run
+
+
+def needed_requests(summarizer, engine, inputs, tree, options, stop: threading.Event) -> dict[str, dict]:
+    """Cache key -> request of every summary request the conversations need that nothing answers yet."""
+    summarizer.start_gathering()
+    try:
+        for item in WorkStream(inputs, _ReadOnlyTree(tree), options, stop, _NoProgress()):
+            if isinstance(item, Deferred):
+                item = item.read()
+            if not isinstance(item, Conversation):
+                continue
+            try:
+                engine.compress(repair_tool_pairing(item))
+            except Gathered:
+                pass
+            except SummarizerFatalError:
+                raise
+            except Exception as error:    # the run proper meets it again, and records it
+                log.debug("first pass: %s: %s: %s", item.source, type(error).__name__, error)
+    finally:
+        gathered = summarizer.stop_gathering()
+    return gathered
