@@ -66,8 +66,7 @@ class DryRunSummarizer(Summarizer):
         from hermes_pipeline.summarizers import prompt as P
         llm = self.configured
         budget = int(request.budget_tokens)
-        prompt = P.build_user_prompt(request.middle, budget, request.previous_summary, request.head,
-                                     llm.max_input_chars)
+        prompt = llm.user_prompt(llm.as_sent(request))      # digests and all: the very text it would send
         if self._answered(llm, llm._cache_key(llm._request(prompt, llm._max_tokens(budget)))):
             return {**would, "cached": 1}      # a rerun never pays twice
         scale = self.pricing.token_scale

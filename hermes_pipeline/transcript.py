@@ -180,3 +180,31 @@ def pairing_problems(messages: list[dict]) -> list[str]:
         for call in turn.unanswered:
             problems.append(f"message {turn.index}: tool call {call.get('id')!r} has no result")
     return problems
+
+
+# -- cache markers (stages/cache_mark.py adds them; readers and checks look past them) ----------
+
+def strip_cache_control(messages: list[dict]) -> list[dict]:
+    """Copies of the messages without any cache_control marker."""
+    stripped = []
+    for message in messages:
+        message = {k: v for k, v in message.items() if k != "cache_control"}
+        content = message.get("content")
+        if isinstance(content, list):
+            message["content"] = [
+                {k: v for k, v in part.items() if k != "cache_control"} if isinstance(part, dict) else part
+                for part in content
+            ]
+        stripped.append(message)
+    return stripped
+
+
+def unmarked(message: dict) -> dict:
+    """A copy of one message as it was before cache marking (stages/cache_mark.py): no markers, and a string
+    content the marking wrapped in a text block unwrapped."""
+    message = strip_cache_control([message])[0]
+    content = message.get("content")
+    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict) \
+            and set(content[0]) == {"type", "text"} and content[0]["type"] == "text":
+        message["content"] = content[0]["text"]
+    return message

@@ -230,7 +230,8 @@ def test_injected_instructions_in_tool_output_are_not_user_requests(tmp_path, in
 
 def test_the_llm_prompt_labels_tool_output_as_data(tmp_path, inputs):
     with FakeProvider() as fake:
-        result = run_cli(tmp_path / "run", f"input={inputs}", *SMALL, "summarizer=anthropic",
+        # input=full: the tool output goes whole, its imitated labels and all (a digest keeps fewer of its lines)
+        result = run_cli(tmp_path / "run", f"input={inputs}", *SMALL, "summarizer=anthropic", "summarizer.input=full",
                          f"auxiliary.compression.base_url={fake.base_url}",
                          f"summarizer.cache.path={tmp_path / 'cache.sqlite'}", env={"ANTHROPIC_API_KEY": FAKE_KEY})
         bodies = [r["body"] for r in fake.requests]

@@ -33,8 +33,9 @@ from hermes_pipeline.formats.codex_rollout import (
 from hermes_pipeline.formats.roundtrip import fingerprint
 from hermes_pipeline.jsonl import Record, Rejected
 from hermes_pipeline.repair import repair_tool_pairing
-from hermes_pipeline.stages.cache_mark import unmarked
-from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, message_text, tool_calls
+from hermes_pipeline.transcript import (
+    SUMMARY_PREFIX, Conversation, is_summary_message, message_text, tool_calls, unmarked,
+)
 
 KEY = "_codex"
 CALLS = ("function_call", "custom_tool_call", "local_shell_call", "tool_search_call")

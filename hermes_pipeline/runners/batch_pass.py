@@ -13,6 +13,7 @@ import logging
 import threading
 from pathlib import Path
 
+from hermes_pipeline.output_tree import CountingSink
 from hermes_pipeline.repair import repair_tool_pairing
 from hermes_pipeline.runners.work_stream import Deferred, WorkStream
 from hermes_pipeline.summarizers.base import SummarizerFatalError
@@ -25,22 +26,14 @@ from hermes_pipeline.transcript import Conversation
 log = logging.getLogger(__name__)
 
 
-class _Unwritten:
-    """Where the first pass's (never written) output goes."""
-    written = 0
-
-    def write(self, data: bytes) -> None:
-        pass
-
-
 class _ReadOnlyTree:
     """The output tree as the first pass sees it: its state is read, nothing is written."""
 
     def __init__(self, tree):
         self.state, self.path_for = tree.state, tree.path_for
 
-    def sink(self, relative: Path) -> _Unwritten:
-        return _Unwritten()
+    def sink(self, relative: Path, compression: str | None = None, array: bool = False) -> CountingSink:
+        return CountingSink()       # what a dry run writes: nothing
 
 
 class _NoProgress:

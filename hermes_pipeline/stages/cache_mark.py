@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import Plan
 from hermes_pipeline.stages.base import Draft, Stage
-from hermes_pipeline.transcript import role
+from hermes_pipeline.transcript import role, strip_cache_control
 
 CACHING_PROVIDERS = {"anthropic": "Anthropic", "openrouter": "OpenRouter"}
 WINDOW = 3
@@ -47,31 +47,6 @@ def caching_policy(model_name: str, provider: str, enabled, ttl: str) -> Caching
         return CachingPolicy(True, ttl, native, f"Claude via {provider_label}")
     why = "not a Claude model" if not is_claude else f"provider {provider} does not support cache_control"
     return CachingPolicy(False, ttl, native, f"{model_name} via {provider}: {why}")
-
-
-def strip_cache_control(messages: list[dict]) -> list[dict]:
-    """Copies of the messages without any cache_control marker."""
-    stripped = []
-    for message in messages:
-        message = {k: v for k, v in message.items() if k != "cache_control"}
-        content = message.get("content")
-        if isinstance(content, list):
-            message["content"] = [
-                {k: v for k, v in part.items() if k != "cache_control"} if isinstance(part, dict) else part
-                for part in content
-            ]
-        stripped.append(message)
-    return stripped
-
-
-def unmarked(message: dict) -> dict:
-    """A copy of one message as it was before marking: no markers, a string content _mark wrapped unwrapped."""
-    message = strip_cache_control([message])[0]
-    content = message.get("content")
-    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict) \
-            and set(content[0]) == {"type", "text"} and content[0]["type"] == "text":
-        message["content"] = content[0]["text"]
-    return message
 
 
 def _mark(message: dict, marker: dict, native_anthropic: bool) -> None:

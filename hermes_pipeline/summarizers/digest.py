@@ -21,12 +21,12 @@ from hermes_pipeline.summarizers.prompt import defuse
 from hermes_pipeline.tool_output import clip_verbatim, error_lines, normalize
 from hermes_pipeline.transcript import message_text, role, tool_calls
 
-LONG_OUTPUT_CHARS = 600      # a tool output longer than this is sent as its digest (when that halves it)
-EDGE_LINES = 2               # first and last lines kept of a long output
+LONG_OUTPUT_CHARS = 400      # a tool output longer than this is sent as its digest (when that halves it)
+EDGE_LINES = 1               # first and last lines kept of a long output
 LINE_CHARS = 160             # each kept line, at most
 MAX_ERROR_LINES = 8          # error lines of one output (the last ones, as the probes keep the last)
-LONG_ARGUMENT_CHARS = 600    # a longer string argument of a call keeps its head ...
-ARGUMENT_HEAD = 240          # ... this long
+LONG_ARGUMENT_CHARS = 400    # a longer string argument of a call keeps its head ...
+ARGUMENT_HEAD = 160          # ... this long
 _KEY_ARGUMENTS = ("file_path", "path", "notebook_path", "command", "cmd", "pattern", "query", "url", "description")
 _EXIT = re.compile(r"(?i)\b(?:exit(?:ed with)?(?: code| status)?|returned)[ :=]+(-?\d{1,3})\b")
 

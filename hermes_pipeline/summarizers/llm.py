@@ -43,16 +43,24 @@ class LLMSummarizer(LLMCalls, Summarizer):
         # Budget is a target; leave room so a faithful summary is never cut.
         return min(max(int(budget * 1.5) + 1024, 2048), self.max_output_tokens)
 
+    def as_sent(self, request: SummaryRequest) -> SummaryRequest:
+        """The request as the model reads it: long tool outputs as their digests with summarizer.input=digest."""
+        if self.input == "digest":
+            return replace(request, middle=digest_middle(request.middle, request.probes))
+        return request
+
+    def user_prompt(self, request: SummaryRequest) -> str:
+        """The one user message of a whole-middle summary request (a dry run prices this very text)."""
+        return P.build_user_prompt(request.middle, int(request.budget_tokens), request.previous_summary,
+                                   request.head, self.max_input_chars)
+
     # ---- a whole summary: one call, or split and merged ----------------------
     async def _summarize_async(self, request: SummaryRequest, tally: Tally):
         """(text, note, cached, via); note says when the summary was split and merged, via how an answer
         from the request cache was first got (a batch, a call)."""
-        if self.input == "digest":
-            request = replace(request, middle=digest_middle(request.middle, request.probes))
+        request = self.as_sent(request)
         budget = int(request.budget_tokens)
-        params = self._request(P.build_user_prompt(
-            request.middle, budget, request.previous_summary, request.head, self.max_input_chars),
-            self._max_tokens(budget))
+        params = self._request(self.user_prompt(request), self._max_tokens(budget))
         key = self._cache_key(params)
         hit = self._lookup(key, tally)
         if hit is not None and "text" in hit:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from hermes_pipeline.stages.cache_mark import unmarked
+from hermes_pipeline.transcript import unmarked
 from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT, SHORTENED_MARK
 from hermes_pipeline.transcript import (
     COMPACTION_NOTE, SUMMARY_END, is_summary_message, pairing_problems, text_of, tool_calls, visible_role,
