@@ -35,10 +35,22 @@ class Record:
     repairs: list[str] = field(default_factory=list)
     span: tuple[int, int] | None = None     # (byte offset, length) of the line in the input
     digest: str = ""                        # of the line's bytes: what an incremental run compares
+    raw: bytes | None = None                # the line as read (a native writer keeps it byte for byte)
 
     @property
     def source(self) -> str:
         return f"{self.path}:{self.line_no}"
+
+    @property
+    def line(self) -> bytes:
+        """The line's bytes without its newline; re-encoded when it was not read from a file."""
+        if self.raw is None:
+            return dumps(self.value)
+        return self.raw[:-1] if self.raw.endswith(b"\n") else self.raw
+
+
+class Verbatim(bytes):
+    """An output line written exactly as these bytes: an input line kept as it was."""
 
 
 @dataclass
@@ -83,7 +95,7 @@ class Unparsed:
 
 def reject(record: Record, reason: str) -> Rejected:
     """A parsed record that a reader can't use; the quarantine gets its line as it was."""
-    return Rejected(record.path, record.line_no, reason, dumps(record.value), record.span, record.digest)
+    return Rejected(record.path, record.line_no, reason, record.line, record.span, record.digest)
 
 
 def line_digest(data: bytes) -> str:
@@ -161,7 +173,7 @@ def parse_line(path: str, line_no: int, raw: bytes, span: tuple[int, int] | None
     if stripped[:1] == b"#" or stripped[:2] == b"//":
         return Rejected(path, line_no, "comment line, not a JSON record", raw, span)
     try:
-        return Record(path, line_no, orjson.loads(stripped), len(raw), repairs, span)
+        return Record(path, line_no, orjson.loads(stripped), len(raw), repairs, span, raw=raw)
     except orjson.JSONDecodeError as orjson_error:
         try:
             text = stripped.decode("utf-8")
@@ -175,7 +187,7 @@ def parse_line(path: str, line_no: int, raw: bytes, span: tuple[int, int] | None
         except RecursionError:
             return Rejected(path, line_no, "malformed JSON: nested too deeply", raw, span)
         repairs.append(f"parsed with the standard json module ({_stdlib_note(value)}; orjson: {orjson_error})")
-        return Record(path, line_no, value, len(raw), repairs, span)
+        return Record(path, line_no, value, len(raw), repairs, span, raw=raw)
 
 
 def read_lines(path: str, max_record_bytes: int) -> Iterator[Unparsed | Rejected]:
@@ -210,6 +222,11 @@ def dumps(value: Any) -> bytes:
     except (TypeError, orjson.JSONEncodeError):
         pass  # lone surrogates: stdlib keeps them as \\udXXX escapes
     return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def encode_lines(values: Iterable[Any]) -> bytes:
+    """JSONL bytes of a writer's output: JSON values encoded, Verbatim lines as they are."""
+    return b"".join((v if isinstance(v, Verbatim) else dumps(v)) + b"\n" for v in values)
 
 
 class AtomicJsonlWriter:

@@ -31,6 +31,8 @@ class Conversation:
     # one conversation per file: the JSON value of each input line it was read from, in file order
     # (a lossless engine keeps them; one conversation per line has its line's value in `record`)
     raw_records: list | None = None
+    # what a native writer needs to write it back in its agent's own format (formats/native.py NativeLog)
+    native: Any = None
 
 
 # Content part types that carry an image (OpenAI chat, Anthropic, OpenAI responses).

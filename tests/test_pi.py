@@ -9,7 +9,7 @@ from hermes_pipeline.formats.roundtrip import public
 from hermes_pipeline.jsonl import Record, Rejected, read_records
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, pairing_problems
 from tests.helpers.env import read_jsonl, run_cli
-from tests.helpers.validity import problems
+from tests.helpers.validity import problems, summary_first_problems
 
 DATA = Path(__file__).resolve().parent / "data" / "formats"
 MAX = 64 << 20
@@ -72,7 +72,10 @@ def test_session_fixture_follows_the_branch_and_keeps_tools_images_and_bash():
     assert conv.id == "0f1e2d3c-4b5a-4697-8877-665544332211"
     assert conv.recorded_prompt_tokens == 20 + 40 + 5100 + 300
 
-    (out,) = list(fmt.write(conv, layout))
+    # written as itself: every line as it was, the ones set aside included
+    assert [bytes(v) for v in fmt.write(conv, layout)] == [
+        line for line in (DATA / "pi_session.jsonl").read_bytes().split(b"\n") if line.strip()]
+    (out,) = list(get_format(fmt.write_as).write(conv, "conversation"))
     assert out["metadata"]["source_format"] == "pi" and out["metadata"]["cwd"] == "/home/dev/projects/weather-cli"
     assert [e["type"] for e in out["metadata"]["events"]] == ["model_change", "thinking_level_change", "label",
                                                               "session_info"]
@@ -116,7 +119,7 @@ def test_version_1_linear_log_and_broken_lines(tmp_path):
     assert conv.recorded_prompt_tokens == 7 and conv.id == "old"
 
 
-def test_cli_compacts_a_pi_log_and_writes_anthropic(tmp_path):
+def test_cli_compacts_a_pi_log_as_pi_or_as_anthropic(tmp_path):
     entries, parent = [HEADER], None
     for i in range(40):
         user = message(f"u{i}", parent, "user", f"step {i}: run the tests of module {i}")
@@ -130,13 +133,21 @@ def test_cli_compacts_a_pi_log_and_writes_anthropic(tmp_path):
         parent = f"r{i}"
     entries.append(message("end", parent, "assistant", [{"type": "text", "text": "All green."}], stopReason="stop"))
     path = write_log(tmp_path / "session.jsonl", entries)
-    result = run_cli(tmp_path / "run", f"input={path}", "model.context_length=4000", "compression.protect_last_n=4")
+    _, _, _, (before,) = read(path)
+    args = (f"input={path}", "model.context_length=4000", "compression.protect_last_n=4")
+    # the default: a pi session, compacted as pi does; read back, it is the compacted conversation
+    result = run_cli(tmp_path / "run", *args)
     assert result.returncode == 0, result.stderr
     (row,) = read_jsonl(tmp_path / "run" / "manifest.jsonl")
     assert row["format"] == "pi" and row["status"] == "compacted" and row["stats"]["records"] == len(entries)
-    (out,) = read_jsonl(tmp_path / "run" / "transcripts" / "session.jsonl")
+    _, layout, _, (after,) = read(tmp_path / "run" / "transcripts" / "session.jsonl")
+    assert layout == "message" and after.id == "s-1"
+    assert summary_first_problems([public(m) for m in before.messages], [public(m) for m in after.messages]) == []
+    # output.format=anthropic: one Anthropic conversation per line
+    result = run_cli(tmp_path / "anthropic", *args, "output.format=anthropic")
+    assert result.returncode == 0, result.stderr
+    (out,) = read_jsonl(tmp_path / "anthropic" / "transcripts" / "session.jsonl")
     assert out["id"] == "s-1" and out["metadata"]["source_format"] == "pi"
-    _, _, _, (before,) = read(path)
     (after,) = list(get_format("anthropic").read(iter([Record("o", 1, out, 0)]), "o", "conversation"))
     assert problems([public(m) for m in before.messages], [public(m) for m in after.messages]) == []
 

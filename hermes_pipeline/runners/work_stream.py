@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from hermes_pipeline.formats import CONVERSATION, TranscriptFormat, detect_format_in, get_format
+from hermes_pipeline.formats.hermes_store import STORE, HermesStoreFormat, is_store
+from hermes_pipeline.formats.hermes_store.sink import IN_PLACE, StoreSink
 from hermes_pipeline.inputs import InputFile
 from hermes_pipeline.jsonl import READ_CHUNK, Record, Rejected, Unparsed, parsed, read_lines, reject
 from hermes_pipeline.output_tree import FileSink, OutputTree
@@ -109,7 +111,7 @@ def file_digest(path) -> str:
 def output_format(fmt: TranscriptFormat, layout: str, wanted: str) -> tuple[TranscriptFormat, str]:
     if wanted not in ("same", fmt.name):
         return get_format(wanted), CONVERSATION
-    if fmt.write_as:   # read-only logs are written in another format, one conversation per line
+    if fmt.write_as and not fmt.native:   # read-only logs are written in another format, one per line
         return get_format(fmt.write_as), CONVERSATION
     return fmt, layout
 
@@ -133,9 +135,23 @@ class WorkStream:
                     self.progress.advance(work.stat.st_size)
                     yield FileSkipped(work)
                     continue
-            work.sink = self.tree.sink(input_file.relative)
+            store = is_store(input_file.path)
+            if store and self.options.output_format in ("same", HermesStoreFormat.name):
+                work.sink = StoreSink(input_file.path, self.tree.path_for(input_file.relative),
+                                      self.options.native.store == IN_PLACE, keep_partial=not self.tree.persistent)
+            else:   # a store's sessions converted: one conversation per line, in a .jsonl beside it
+                work.sink = self.tree.sink(input_file.relative.with_suffix(".jsonl") if store else input_file.relative)
             self.open.append(work)
-            yield from self._file(work)
+            yield from self._store(work) if store else self._file(work)
+
+    def _store(self, work: FileWork) -> Iterator:
+        """The sessions of a Hermes store, one conversation each (not read line by line)."""
+        work.fmt, work.layout = get_format(HermesStoreFormat.name), STORE
+        work.out_fmt, work.out_layout = output_format(work.fmt, work.layout, self.options.output_format)
+        self.progress.advance(work.stat.st_size)
+        yield FileStart(work)
+        yield from self._keyed(work, work.fmt.read_store(work.input_file.path))
+        yield FileEnd(work)
 
     def _file(self, work: FileWork) -> Iterator:
         path = str(work.input_file.path)
