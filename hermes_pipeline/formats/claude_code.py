@@ -121,10 +121,13 @@ class _Turn:
         return {"role": self.role, "content": content}
 
 
-def _merge(events: list[Record], index_of: dict[int, int]) -> list[_Turn]:
+def _merge(events: list[Record], index_of: dict[int, int] | None = None) -> list[_Turn]:
+    """Turns of the chain's events; each knows its lines (indices among the file's records, `index_of`,
+    else among `events`)."""
     turns: list[_Turn] = []
-    for event in events:
-        value, message, source = event.value, event.value["message"], index_of[id(event)]
+    for position, event in enumerate(events):
+        value, message = event.value, event.value["message"]
+        source = index_of[id(event)] if index_of is not None else position
         if value["type"] == "assistant":
             message_id = message.get("id")
             last = next((k for k in range(len(turns) - 1, -1, -1) if turns[k].role == "assistant"), None)
