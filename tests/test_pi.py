@@ -8,7 +8,9 @@ from hermes_pipeline.formats import CONVERSATION, FORMATS, MESSAGE, detect_forma
 from hermes_pipeline.formats.roundtrip import public
 from hermes_pipeline.jsonl import Record, Rejected, read_records
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, pairing_problems
-from tests.helpers.env import read_jsonl, run_cli
+from hermes_pipeline.tokens import TokenCounter
+from tests.helpers.env import LONG_SESSIONS, read_jsonl, run_cli, shared
+from tests.helpers.pi_logs import version_1_of
 from tests.helpers.validity import problems, summary_first_problems
 
 DATA = Path(__file__).resolve().parent / "data" / "formats"
@@ -170,3 +172,47 @@ def test_reasoning_of_another_provider_is_text_a_signed_one_stays_thinking(tmp_p
     assert second[0] == {"type": "thinking", "thinking": "Claude reasons.", "signature": "Eq1"}
     assert all(b.get("signature") for m in record["messages"] if isinstance(m["content"], list)
                for b in m["content"] if b.get("type") == "thinking")
+
+
+# -- version 1 logs: a compaction names its first kept entry by index ------------------------
+
+
+def test_a_version_1_log_is_read_as_pi_migrates_it(tmp_path):
+    """The real session as a version 1 log reads as the same conversation: the summary, the entries from
+    `firstKeptEntryIndex` on, what came after; far fewer tokens than the context the compaction replaced."""
+    source = shared(LONG_SESSIONS / "agent-complex-task" / "03-raddit-dashboard-pr.session.jsonl")
+    v1 = version_1_of(source, tmp_path / "v1.jsonl")
+    _, layout, rejected, (now,) = read(source)
+    _, _, none, (then,) = read(v1)
+    assert none == [] and layout == MESSAGE
+    assert [public(m) for m in then.messages] == [public(m) for m in now.messages]
+    assert is_summary_message(then.messages[0]) and then.stats["compacted_entries"] > 100
+    counter = TokenCounter()
+    read_as = sum(counter.count_messages(then.messages))
+    everything = sum(counter.count_messages(read(_without_compactions(v1, tmp_path / "all.jsonl"))[3][0].messages))
+    compaction = [json.loads(line) for line in v1.read_text().splitlines() if '"compaction"' in line][-1]
+    # the context after a compaction is a fraction of the one it replaced; all the history before it is not
+    assert read_as < compaction["tokensBefore"] / 4 < everything
+
+
+def _without_compactions(path: Path, out: Path) -> Path:
+    lines = [line for line in path.read_text().splitlines() if json.loads(line).get("type") != "compaction"]
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_a_version_1_index_at_the_header_or_past_the_end_keeps_nothing(tmp_path):
+    entries = [{"type": "session", "id": "v1", "timestamp": "2025-06-01T00:00:00Z", "cwd": "/w"},
+               {"type": "message", "timestamp": "t", "message": {"role": "user", "content": "first"}},
+               {"type": "message", "timestamp": "t", "message": {"role": "assistant", "content": [
+                   {"type": "text", "text": "one"}]}},
+               {"type": "message", "timestamp": "t", "message": {"role": "user", "content": "second"}}]
+    for index, kept in ((2, ["one", "second"]), (0, []), (99, []), (None, [])):
+        compaction = {"type": "compaction", "timestamp": "t", "summary": "## Goal\n- the task", "tokensBefore": 9}
+        if index is not None:
+            compaction["firstKeptEntryIndex"] = index
+        after = {"type": "message", "timestamp": "t", "message": {"role": "user", "content": "after"}}
+        _, _, _, (conv,) = read(write_log(tmp_path / f"v1-{index}.jsonl", entries + [compaction, after]))
+        texts = [t for m in conv.messages for t in ([m["content"]] if isinstance(m["content"], str)
+                                                    else [b["text"] for b in m["content"]])]
+        assert texts[0].startswith(SUMMARY_PREFIX) and texts[1:] == kept + ["after"], index
