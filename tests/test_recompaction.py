@@ -9,7 +9,8 @@ from hermes_pipeline.summarizers.fit import ARTIFACT, USER_WORDS, Line, fit
 from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, message_text
 from tests.helpers.builders import assistant, calls, engine_for, long_log, result, system, user
-from tests.helpers.env import LONG_SESSIONS, REAL, read_conversations, read_jsonl, run_cli, shared
+from tests.helpers.env import LONG_SESSIONS, REAL, read_jsonl, run_cli, shared
+from tests.helpers.sessions import read_conversations
 
 FILES = [f"/repo/src/module_{i}.c" for i in range(6)]
 
@@ -124,8 +125,8 @@ def test_recompacting_real_sessions_counts_the_messages_and_files_of_both_compac
     second = {r["id"]: r for r in read_jsonl(tmp_path / "two" / "manifest.jsonl") if r["status"] == "compacted"}
     assert set(first) & set(second)
     # Claude Code sessions written back as themselves, read back as a run reads them
-    out = {c.id: c for f in (tmp_path / "two" / "transcripts").rglob("*.jsonl") for c in read_conversations(f)}
-    earlier = {c.id: c for f in (tmp_path / "one" / "transcripts").rglob("*.jsonl") for c in read_conversations(f)}
+    read_all = lambda folder: {c.id: c for f in folder.rglob("*.jsonl") for c in read_conversations(f, False)}
+    out, earlier = read_all(tmp_path / "two" / "transcripts"), read_all(tmp_path / "one" / "transcripts")
     for cid in set(first) & set(second):
         old = [message_text(m) for m in earlier[cid].messages if is_summary_message(m)][-1]    # ours: the last
         new = [message_text(m) for m in out[cid].messages if is_summary_message(m)][-1]

@@ -21,8 +21,9 @@ from hermes_pipeline.formats.anthropic import to_anthropic
 from hermes_pipeline.transcript import SUMMARY_PREFIX
 from tests.helpers.agent_api import AgentAPI
 from tests.helpers.agents import Resumed, resume_claude, resume_pi
-from tests.helpers.env import CORPUS, LONG_SESSIONS, read_conversations, read_jsonl, run_cli, shared
+from tests.helpers.env import CORPUS, LONG_SESSIONS, read_jsonl, run_cli, shared
 from tests.helpers.pi_logs import version_1_of
+from tests.helpers.sessions import read_conversations
 from tests.helpers.resume_checks import claude_code_expected, mismatch, pi_expected, request_blocks, user_texts
 
 CONTEXTS = {"defaults": (), "32k": ("model.context_length=32000",),
@@ -105,7 +106,7 @@ def test_pi_sends_what_we_read_from_a_version_1_log(api, tmp_path):
     loads it; what it then sends is the conversation our reader read, block for block."""
     source = shared(PI["agent-complex-task"] / "03-raddit-dashboard-pr.session.jsonl")
     v1 = version_1_of(source, tmp_path / "v1.jsonl")
-    (conversation,) = read_conversations(v1)
+    (conversation,) = read_conversations(v1, repaired=False)
     resumed = resume_pi(v1, api, tmp_path / "pi")
     assert resumed.returncode == 0 and resumed.refused == [], resumed.output[-2000:]
     _, ours = to_anthropic(conversation.messages, CONVERSATION)

@@ -29,16 +29,6 @@ def read_jsonl(path: Path) -> list:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-def read_conversations(path: Path) -> list:
-    """The conversations of a file, read by the reader of its format (detected), as a run reads them."""
-    from hermes_pipeline.formats import detect_format_in
-    from hermes_pipeline.jsonl import Record, read_records
-    from hermes_pipeline.transcript import Conversation
-    items = list(read_records(str(path), 64 << 20))
-    fmt, layout = detect_format_in(i.value for i in items if isinstance(i, Record))
-    return [c for c in fmt.read(iter(items), str(path), layout) if isinstance(c, Conversation)]
-
-
 def run_cli(run_dir: Path, *overrides: str, env: dict | None = None, timeout: int = 300, cwd: Path = ROOT):
     """The real command line, in a subprocess, writing its run folder to run_dir."""
     full_env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
