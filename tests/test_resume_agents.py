@@ -27,7 +27,8 @@ from tests.helpers.sessions import read_conversations
 from tests.helpers.resume_checks import claude_code_expected, mismatch, pi_expected, request_blocks, user_texts
 
 CONTEXTS = {"defaults": (), "32k": ("model.context_length=32000",),
-            "small": ("model.context_length=8000", "compression.protect_last_n=4")}   # the short corpus logs too
+            "small": ("model.context_length=8000", "compression.protect_last_n=4"),   # the short corpus logs too
+            "32k-drop": ("model.context_length=32000", "output.native.history=drop")}   # only what resumes
 CLAUDE_CODE = {"claude-code-viewer": CORPUS / "claude-code-viewer",
                "claude-reliability": CORPUS / "claude-reliability",
                "vsla": LONG_SESSIONS / "vsla-claude-sessions"}
@@ -35,6 +36,7 @@ PI = {"agent-complex-task": LONG_SESSIONS / "agent-complex-task"}
 AGENTS = {"claude-code": (resume_claude, claude_code_expected), "pi": (resume_pi, pi_expected)}
 # sessions each case compacts at least (the others stay under the threshold: written back unchanged)
 COMPACTED = {("claude-reliability", "32k"): 1, ("vsla", "32k"): 3, ("agent-complex-task", "32k"): 1,
+             ("vsla", "32k-drop"): 3, ("agent-complex-task", "32k-drop"): 1,
              ("claude-reliability", "small"): 2, ("claude-code-viewer", "small"): 3}
 
 
@@ -88,14 +90,15 @@ def compact_and_resume(agent: str, folder: Path, context: tuple, api: AgentAPI, 
     return checked
 
 
-@pytest.mark.parametrize("name,context", [(n, c) for n in CLAUDE_CODE for c in CONTEXTS
-                                          if c != "small" or n != "vsla"])
+@pytest.mark.parametrize("name,context", [(n, c) for n in ("claude-code-viewer", "claude-reliability")
+                                          for c in ("defaults", "32k", "small")]
+                         + [("vsla", c) for c in ("defaults", "32k", "32k-drop")])
 def test_claude_code_resumes_our_compacted_sessions(name, context, api, originals, tmp_path):
     checked = compact_and_resume("claude-code", CLAUDE_CODE[name], CONTEXTS[context], api, originals, tmp_path)
     assert checked >= COMPACTED.get((name, context), 0)
 
 
-@pytest.mark.parametrize("context", ["defaults", "32k"])
+@pytest.mark.parametrize("context", ["defaults", "32k", "32k-drop"])
 def test_pi_resumes_our_compacted_session(context, api, originals, tmp_path):
     checked = compact_and_resume("pi", PI["agent-complex-task"], CONTEXTS[context], api, originals, tmp_path)
     assert checked >= COMPACTED.get(("agent-complex-task", context), 0)

@@ -174,7 +174,8 @@ def line_ranges(numbers: list[int]) -> str:
 
 def history_row(log: NativeLog, history: str, kept: list[int], rewritten: list[int], added: int) -> dict:
     """The manifest's account of a native output: which input lines are in it as they were, which
-    were rewritten (their message carried in a new line), which were removed, how many lines are new."""
+    were rewritten (their message carried in a new line), which were removed, and how many of its
+    lines are not input lines as they were (`added`)."""
     every = log.every_line_no()
     kept_set, rewritten_set = set(kept), set(rewritten)
     removed = [n for n in every if n not in kept_set and n not in rewritten_set]

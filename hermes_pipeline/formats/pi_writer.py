@@ -249,5 +249,5 @@ def write_session(conversation, compaction, options: WriteOptions) -> Written:
         del compaction_entry["firstKeptEntryId"]
         compaction_entry["firstKeptEntryIndex"] = len(out) + 1
     row = history_row(log, options.history, kept, rewritten + (copied if options.history == DROP else []),
-                      len(chain.entries) + (len(out) - len(kept) - len(rewritten)))
+                      len(out) + len(chain.entries) - len(kept))
     return Written(out + chain.entries, row)
