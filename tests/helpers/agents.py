@@ -8,7 +8,8 @@ folder of the working directory (`projects/<cwd with non-alphanumerics as ->/
 <session id>.jsonl`, where `--resume <id>` looks), `ANTHROPIC_BASE_URL` at the
 fake API and `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`; pi with
 `PI_CODING_AGENT_DIR` holding a models.json whose one provider is the fake API
-(Anthropic Messages), `--offline --session FILE -p`. pi refuses a session whose
+(Anthropic Messages, a context window large enough that pi never compacts on its
+own: what it sends is what it loaded), `--offline --session FILE -p`. pi refuses a session whose
 header names a working directory that does not exist: the copy it opens names
 the temporary one instead (the only byte changed).
 """
@@ -103,7 +104,7 @@ def resume_pi(session: Path, api: AgentAPI, tmp: Path) -> Resumed:
         folder.mkdir(parents=True, exist_ok=True)
     (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
         "baseUrl": api.base_url, "api": "anthropic-messages", "apiKey": "fake-key",
-        "models": [{"id": "fake-model", "contextWindow": 200000, "maxTokens": 8000}]}}}))
+        "models": [{"id": "fake-model", "contextWindow": 1_000_000, "maxTokens": 8000}]}}}))
     lines = session.read_bytes().split(b"\n")
     header = json.loads(lines[0])
     if header.get("type") == "session" and isinstance(header.get("cwd"), str):
