@@ -88,13 +88,16 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"| {source.name} | {row['status']} | {sizes[0]:,} | {sizes[1]:,} | {sizes[2]:,} | {verdict} |")
                 for key, size in zip(("in", "keep", "drop"), sizes):
                     totals[key] += size
+                    if row["status"] == "compacted":
+                        totals[f"compacted {key}"] = totals.get(f"compacted {key}", 0) + size
                 totals["compacted"] += row["status"] == "compacted"
                 totals["files"] += 1
         if api is not None:
             api.__exit__(None, None, None)
     print(json.dumps(totals))
-    if totals["in"]:
-        print(f"keep: {totals['keep'] / totals['in']:.3f} of the input's bytes; drop: {totals['drop'] / totals['in']:.3f}")
+    if totals.get("compacted in"):
+        print(f"compacted sessions: keep {totals['compacted keep'] / totals['compacted in']:.3f} of their bytes, "
+              f"drop {totals['compacted drop'] / totals['compacted in']:.3f}")
 
 
 if __name__ == "__main__":
