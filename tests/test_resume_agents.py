@@ -116,3 +116,22 @@ def test_pi_sends_what_we_read_from_a_version_1_log(api, tmp_path):
     expected = [(kind, text.removeprefix(SUMMARY_PREFIX).lstrip("\n"))
                 for kind, text in request_blocks(ours, reminders=False)]
     assert mismatch(expected, request_blocks(resumed.conversation, reminders=False)) is None
+
+
+def test_a_session_we_compacted_twice_resumes_in_pi(api, tmp_path):
+    """Our own pi output, compacted again at a smaller context: read back as the session it is (our earlier
+    compaction found), written with a second compaction entry, and pi resumes from the newest one."""
+    folder = shared(PI["agent-complex-task"])
+    first = run_cli(tmp_path / "one", f"input={folder}", "model.context_length=32000")
+    assert first.returncode in (0, 2), first.stderr
+    once = tmp_path / "one" / "transcripts" / "03-raddit-dashboard-pr.session.jsonl"
+    second = run_cli(tmp_path / "two", f"input={once}", *CONTEXTS["small"])
+    assert second.returncode in (0, 2), second.stderr
+    (row,) = [r for r in read_jsonl(tmp_path / "two" / "manifest.jsonl") if r["status"] != "quarantined"]
+    assert row["status"] == "compacted" and row["native"]["lines_kept"] == f"1-{len(once.read_bytes().splitlines())}"
+    twice = tmp_path / "two" / "transcripts" / once.name
+    resumed = resume_pi(twice, api, tmp_path / "pi")
+    assert resumed.returncode == 0 and resumed.refused == [], resumed.output[-2000:]
+    expected, summary = pi_expected(twice)
+    assert mismatch(expected, request_blocks(resumed.conversation, reminders=False)) is None
+    assert summary.strip() in user_texts(resumed.conversation)[0]       # the newest summary comes first

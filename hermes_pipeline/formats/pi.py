@@ -29,13 +29,12 @@ conversation per line. Entries outside the context go to the metadata.
 """
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.anthropic import AnthropicFormat, message_to_openai
 from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat, checked, file_conversation_id
 from hermes_pipeline.formats.native import NativeLog, require_native
-from hermes_pipeline.formats.pi_writer import write_session
+from hermes_pipeline.formats.pi_writer import millis, write_session
 from hermes_pipeline.jsonl import Record, Rejected
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation
 from hermes_pipeline.usage import context_tokens
@@ -185,19 +184,12 @@ def context_entries(path: list[Record], stats: dict[str, int], file_records: lis
     return [path[at]] + kept + after
 
 
-def _millis(timestamp: Any) -> float | None:
-    try:
-        return datetime.fromisoformat(str(timestamp).replace("Z", "+00:00")).timestamp() * 1000
-    except ValueError:
-        return None
-
-
 def _before_compaction(message: dict, used: list[Record]) -> bool:
     """An assistant message no later than the compaction the context starts with: its usage describes
     the context before that compaction (pi ignores it for the same reason)."""
     if not used or used[0].value["type"] != "compaction":
         return False
-    at, sent = _millis(used[0].value.get("timestamp")), message.get("timestamp")
+    at, sent = millis(used[0].value.get("timestamp")), message.get("timestamp")
     return at is not None and isinstance(sent, (int, float)) and sent <= at
 
 

@@ -36,7 +36,8 @@ def _iso(millis: float) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def _millis(value: Any) -> int | None:
+def millis(value: Any) -> int | None:
+    """Milliseconds since the epoch of a pi timestamp (a number, or an ISO string as entries have)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return int(value)
     try:
@@ -142,7 +143,7 @@ class _Entries:
         it sends a compaction's (a second compaction entry would take the place of ours)."""
         message = {"role": "compactionSummary",
                    "summary": compaction["summary"] if unchanged else _summary_text(piece),
-                   "tokensBefore": compaction.get("tokensBefore"), "timestamp": _millis(compaction.get("timestamp"))}
+                   "tokensBefore": compaction.get("tokensBefore"), "timestamp": millis(compaction.get("timestamp"))}
         return {"type": "message", "timestamp": compaction.get("timestamp"), "message": message}
 
     def _entries_for(self, piece: dict, records: list[Record], unchanged: bool, calls: dict, stamp: str):
@@ -156,7 +157,7 @@ class _Entries:
             base = found[0] if found else {"type": "message", "timestamp": stamp}
             message = {"role": "toolResult", "toolCallId": piece.get("tool_call_id"),
                        "toolName": calls.get(piece.get("tool_call_id"), "unknown_tool"), "isError": False,
-                       "timestamp": _millis(stamp), **(base.get("message") or {})}
+                       "timestamp": millis(stamp), **(base.get("message") or {})}
             message["content"] = _text_blocks(piece.get("content"))
             return [{**base, "message": message}]
         if role == "assistant":
@@ -164,7 +165,7 @@ class _Entries:
             if found and unchanged:
                 return [found[-1]]
             base = found[-1] if found else {"type": "message", "timestamp": stamp}
-            message = {"role": "assistant", "stopReason": "stop", "timestamp": _millis(stamp),
+            message = {"role": "assistant", "stopReason": "stop", "timestamp": millis(stamp),
                        **(base.get("message") or {})}
             message["content"] = _assistant_blocks(piece, message.get("content") or [])
             return [{**base, "message": message}]
@@ -175,7 +176,7 @@ class _Entries:
             return own
         base = next((v for v in own if v.get("type") == "message"), None) or \
             {"type": "message", "timestamp": own[0].get("timestamp", stamp) if own else stamp}
-        message = {"role": "user", "timestamp": _millis(base.get("timestamp", stamp)), **(base.get("message") or {})}
+        message = {"role": "user", "timestamp": millis(base.get("timestamp", stamp)), **(base.get("message") or {})}
         message["role"] = "user"
         message["content"] = _text_blocks(piece.get("content"))
         return [{**base, "message": message}]
@@ -230,8 +231,8 @@ def write_session(conversation, compaction, options: WriteOptions) -> Written:
         kept, rewritten = log.every_line_no(), []
         last_id = next((r.value["id"] for r in reversed(log.records)
                         if isinstance(r.value.get("id"), str) and r.value.get("type") != "session"), None)
-    stamps = [m for m in (_millis(r.value.get("timestamp")) for r in log.records) if m is not None]
-    stamps += [m for m in (_millis((r.value.get("message") or {}).get("timestamp"))
+    stamps = [m for m in (millis(r.value.get("timestamp")) for r in log.records) if m is not None]
+    stamps += [m for m in (millis((r.value.get("message") or {}).get("timestamp"))
                            for r in log.records if isinstance(r.value.get("message"), dict)) if m is not None]
     stamp = _iso(max(stamps)) if stamps else None
     salt = stable_hex(16, conversation.id, len(log.records), parts.summary or "")
