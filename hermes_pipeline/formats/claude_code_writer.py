@@ -55,7 +55,10 @@ class _Chain:
 
     def __init__(self, log: NativeLog, salt: str, stamp: str | None):
         self.log, self.salt, self.stamp = log, salt, stamp
-        talk = [r.value for r in log.records if r.value.get("type") in TALK and not r.value.get("isSidechain")]
+        talk = [r.value for r in log.records if r.value.get("type") in TALK]
+        main = [t for t in talk if not t.get("isSidechain")]
+        self.sidechain = bool(talk) and not main         # a sub-agent's own log: its lines stay sub-agent lines
+        talk = main or talk
         last = talk[-1] if talk else {}
         self.session = {k: last[k] for k in SESSION_FIELDS if k in last}
         self.model = next((t["message"].get("model") for t in reversed(talk)
@@ -65,7 +68,7 @@ class _Chain:
 
     def _line(self, template: dict, kind: str, fields: dict) -> dict:
         key = template.get("uuid") or len(self.lines)
-        line = {"parentUuid": self.parent, "isSidechain": False, **self.session,
+        line = {"parentUuid": self.parent, "isSidechain": self.sidechain, **self.session,
                 **{k: v for k, v in template.items() if k not in NOT_COPIED}, "type": kind, **fields,
                 "uuid": stable_uuid(self.salt, key, len(self.lines)),
                 "timestamp": self.stamp or template.get("timestamp") or self.session_time()}
@@ -128,8 +131,8 @@ def write_session(conversation, compaction, options: WriteOptions) -> Written:
     stamp = None if drop or newest is None else _later(newest, 1)
     salt = stable_hex(16, conversation.id, len(log.records), parts.summary or "")
     chain = _Chain(log, salt, stamp)
-    last_uuid = next((r.value["uuid"] for r in reversed(log.records)
-                      if isinstance(r.value.get("uuid"), str) and not r.value.get("isSidechain")), None)
+    last_uuid = next((r.value["uuid"] for r in reversed(log.records) if isinstance(r.value.get("uuid"), str)
+                      and bool(r.value.get("isSidechain")) == chain.sidechain), None)
     chain.boundary(last_uuid, conversation.recorded_prompt_tokens or compaction.outcome.tokens_before)
     copied = chain.messages(parts.head)
     if parts.summary is not None:
