@@ -136,3 +136,27 @@ def test_incremental_runs_skip_a_store_with_no_new_rows(compacted, tmp_path):
     assert second.returncode == 0, second.stderr
     summary = read_jsonl(tmp_path / "two" / "manifest.jsonl")
     assert summary == [] and (tree / "state.db").read_bytes() == output
+
+
+def test_in_place_and_incremental_a_compacted_session_is_not_read_again(compacted, tmp_path):
+    _, store, _, _, _ = compacted
+    copy = tmp_path / "home" / "state.db"
+    copy.parent.mkdir()
+    shutil.copyfile(store, copy)
+    args = (*SMALL, "output.native.store=in_place", f"output.dir={tmp_path / 'tree'}", "incremental=true")
+    first = run_cli(tmp_path / "one", f"input={copy}", *args)
+    assert first.returncode == 0, first.stderr
+    assert {r["id"]: r["status"] for r in read_jsonl(tmp_path / "one" / "manifest.jsonl")}[LONG] == "compacted"
+    after_first = rows(copy)
+    second = run_cli(tmp_path / "two", f"input={copy}", *args)
+    assert second.returncode == 0, second.stderr
+    assert read_jsonl(tmp_path / "two" / "manifest.jsonl") == [] and rows(copy) == after_first   # all skipped
+    db = session_db(copy)           # the session goes on: only it is read again
+    try:
+        db.append_message(SHORT, "user", "And 3 + 3?")
+    finally:
+        db.close()
+    third = run_cli(tmp_path / "three", f"input={copy}", *args)
+    assert third.returncode == 0, third.stderr
+    assert [r["id"] for r in read_jsonl(tmp_path / "three" / "manifest.jsonl")] == [SHORT]
+

@@ -72,6 +72,7 @@ class Written:
     """A native writer's output: the lines, and what the manifest row says about them."""
     values: list
     row: dict = field(default_factory=dict)
+    done_as: str | None = None      # an input written in place: the state key it will be read back under
 
 
 def _unmerged(message: dict, sections: str) -> tuple[dict, str] | None:

@@ -40,6 +40,7 @@ class Done:
     row: dict
     data: bytes | None = None
     quarantine: dict | None = None
+    done_as: str | None = None     # the input as this output leaves it (a store written in place): done too
 
 
 def needs_engine(item: Any) -> bool:
@@ -75,7 +76,7 @@ def compact_conversation(options: RecordOptions, engine: ContextEngine | None, i
         row["native"] = written.row
     if options.replay is not None:
         row["replay"] = replay_for_conversation(item.messages, result.counts, options.replay)
-    return Done(row, data)
+    return Done(row, data, done_as=written.done_as)
 
 
 def failed(conversation: Conversation, why: str) -> Done:

@@ -146,6 +146,9 @@ class Executor:
     def _done(self, work: FileWork, key: str, done: Done) -> None:
         row = done.row
         self._commit(work, key, row["status"], done.data, row, done.quarantine)
+        if done.done_as is not None and self.state is not None:
+            # the next run reads the input as this one wrote it: nothing new there, nothing to do
+            self.state.commit(work.rel, done.done_as, "unchanged", None, None, None)
         checkpoint("committed")
         if done.quarantine is not None:
             self.folder.quarantine.write(done.quarantine)

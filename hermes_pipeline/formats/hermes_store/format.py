@@ -108,5 +108,9 @@ class HermesStoreFormat(TranscriptFormat):
             rows.append(row)
         change = {"hermes_store": 1, "session_id": log.session_id, "replaces": log.replaces, "rows": rows,
                   "system_prompt": system_prompt if system_prompt != log.system_prompt else None}
+        # written in place, the session reads back as these rows: an incremental run keys it as the reader
+        # will (work_stream: the digest and its first occurrence), so it is skipped until new rows come
+        after = store.digest(log.session_id, system_prompt or log.system_prompt, [store.as_stored(r) for r in rows])
         return Written([change], {"history": "archived", "rows_archived": len(log.replaces),
-                                  "rows_inserted": len(rows)})
+                                  "rows_inserted": len(rows)},
+                       done_as=f"{after}:0" if getattr(options, "store", None) == "in_place" else None)

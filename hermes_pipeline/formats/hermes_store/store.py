@@ -162,13 +162,19 @@ def compression_lock(db: sqlite3.Connection, session_id: str, ttl: float = LOCK_
         db.execute("DELETE FROM compression_locks WHERE session_id = ? AND holder = ?", (session_id, me))
 
 
-def _insert_row(db: sqlite3.Connection, session_id: str, row: dict) -> None:
+def as_stored(row: dict) -> dict:
+    """A row's fields as the messages table holds them (content and JSON columns encoded)."""
     values = {name: row.get(name) for name in ROW_FIELDS}
     values["content"] = encode_content(values["content"])
     for name in JSON_COLUMNS:
         if values[name] is not None and not isinstance(values[name], str):
             values[name] = json.dumps(values[name])
     values["observed"] = 1 if values["observed"] else 0
+    return values
+
+
+def _insert_row(db: sqlite3.Connection, session_id: str, row: dict) -> None:
+    values = as_stored(row)
     columns = ", ".join(("session_id",) + ROW_FIELDS + ("active",))
     db.execute(f"INSERT INTO messages ({columns}) VALUES ({', '.join('?' * (len(ROW_FIELDS) + 2))})",
                (session_id, *values.values(), 1))
