@@ -96,3 +96,9 @@ def test_incremental_runs_redo_only_the_session_that_grew(tmp_path):
         if rel.name != grown.name:
             assert (tree / rel).read_bytes() == data
     assert lines(tree / Path(archive.name) / grown.name)[:len(lines(grown))] == lines(grown)
+
+
+def test_fresh_ids_are_stable_and_take_what_real_logs_hold():
+    from hermes_pipeline.formats.native import stable_hex, stable_uuid
+    assert stable_uuid("session", "a\udc80b", 3) == stable_uuid("session", "a\udc80b", 3) != stable_uuid("session", 3)
+    assert len(stable_hex(8, "\udcff")) == 8

@@ -149,7 +149,8 @@ def verbatim(record: Record) -> Verbatim:
 
 def stable_uuid(*parts: Any) -> str:
     """A uuid that is the same for the same input and compaction: outputs stay byte-identical run to run."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, "hermes-pipeline:" + ":".join(map(str, parts))))
+    name = ":".join(map(str, parts)).encode("utf-8", "surrogatepass").decode("utf-8", "backslashreplace")
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, "hermes-pipeline:" + name))      # real logs hold lone surrogates
 
 
 def stable_hex(length: int, *parts: Any) -> str:
