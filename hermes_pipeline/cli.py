@@ -55,6 +55,7 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
     from hermes_pipeline.inputs import find_inputs, input_specs
     from hermes_pipeline.replay_run import settings_from_config as replay_settings, summary_prices
     from hermes_pipeline.run_folder import RunFolder, run_log
+    from hermes_pipeline.formats.native import WriteOptions
     from hermes_pipeline.runners.executor import Executor, RunOptions
     from hermes_pipeline.state import OutputLocked
     started = time.perf_counter()
@@ -107,7 +108,9 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
                          max_record_bytes=int(cfg.input.max_record_bytes),
                          progress="none" if cfg.quiet else str(cfg.progress),
                          engine_fallback=built.resolved.fallback, replay=replay,
-                         prune_removed=bool(cfg.incremental.prune))
+                         prune_removed=bool(cfg.incremental.prune),
+                         native=WriteOptions(history=str(cfg.output.native.history),
+                                             store=str(cfg.output.native.store)))
     from hermes_pipeline.runners.batch_pass import batch_first
     executor = Executor(built.runner, folder, tree, options, stop,
                         first=batch_first(built.summarizer, built.engine, run_dir))

@@ -37,11 +37,22 @@ class Record:
     repairs: list[str] = field(default_factory=list)
     span: tuple[int, int] | None = None     # (byte offset, length) of the line in the input
     digest: str = ""                        # of the line's bytes: what an incremental run compares
-    raw: bytes | None = None                # the line's bytes (what an unchanged conversation is written as)
+    raw: bytes | None = None                # the line as read (an unchanged conversation, a native writer's copy)
 
     @property
     def source(self) -> str:
         return f"{self.path}:{self.line_no}"
+
+    @property
+    def line(self) -> bytes:
+        """The line's bytes without its newline; re-encoded when it was not read from a file."""
+        if self.raw is None:
+            return dumps(self.value)
+        return self.raw[:-1] if self.raw.endswith(b"\n") else self.raw
+
+
+class Verbatim(bytes):
+    """An output line written exactly as these bytes: an input line kept as it was."""
 
 
 @dataclass
@@ -86,7 +97,7 @@ class Unparsed:
 
 def reject(record: Record, reason: str) -> Rejected:
     """A parsed record that a reader can't use; the quarantine gets its line as it was."""
-    return Rejected(record.path, record.line_no, reason, dumps(record.value), record.span, record.digest)
+    return Rejected(record.path, record.line_no, reason, record.line, record.span, record.digest)
 
 
 def line_digest(data: bytes) -> str:
@@ -225,6 +236,11 @@ def dumps(value: Any) -> bytes:
     except (TypeError, orjson.JSONEncodeError):
         pass  # lone surrogates: stdlib keeps them as \\udXXX escapes
     return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def encode_lines(values: Iterable[Any]) -> bytes:
+    """JSONL bytes of a writer's output: JSON values encoded, Verbatim lines as they are."""
+    return b"".join((v if isinstance(v, Verbatim) else dumps(v)) + b"\n" for v in values)
 
 
 class AtomicJsonlWriter:

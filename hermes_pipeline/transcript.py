@@ -36,6 +36,8 @@ class Conversation:
     message_lines: list[int] | None = None
     # one conversation per line: the line's bytes, when on one line (an unchanged conversation is written as it)
     raw_line: bytes | None = None
+    # what a native writer needs to write it back in its agent's own format (formats/native.py NativeLog)
+    native: Any = None
 
 
 # Content part types that carry an image (OpenAI chat, Anthropic, OpenAI responses).

@@ -24,6 +24,7 @@ from hermes_pipeline.testing.fake_provider import (
 )
 from hermes_pipeline.transcript import SUMMARY_PREFIX, is_summary_message, text_of
 from tests.helpers.env import REAL, ROOT, read_jsonl, run_cli
+from tests.helpers.sessions import read_conversations
 from tests.helpers.synth import write_sessions
 from tests.helpers.validity import problems
 
@@ -446,8 +447,8 @@ def test_a_model_summary_that_misses_files_and_errors_gets_an_artifact_trail(fak
     assert result.returncode == 0, result.stderr
     [row] = read_jsonl(tmp_path / "run" / "manifest.jsonl")
     assert row["status"] == "compacted" and row["fallback"] is None and row["summarizer"].startswith(provider)
-    [out] = read_jsonl(tmp_path / "run" / "transcripts" / session.name)
-    summary = next(text_of(m["content"]) for m in out["messages"] if SUMMARY_PREFIX in text_of(m["content"]))
+    [out] = read_conversations(tmp_path / "run" / "transcripts" / session.name, False)   # a Claude Code session again
+    summary = [text_of(m["content"]) for m in out.messages if SUMMARY_PREFIX in text_of(m["content"])][-1]
     body = fake.requests[-1]["body"]
     model_text = summarize_request(body, provider)          # what the model itself wrote
     trail = summary[summary.index("## Artifact Trail"):]

@@ -223,9 +223,13 @@ def test_claude_code_corpus_counts_and_output(name):
         "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"))
     assert conv.id == lines[-1]["sessionId"] and conv.layout == MESSAGE
 
-    # written as Anthropic, one conversation per line: valid, no toolUseResult, reads back the same
+    # written as itself, the session is its lines as they were
+    assert [bytes(v) for v in fmt.write(conv, layout)] == [line.rstrip(b"\r") for line in
+                                                            path.read_bytes().splitlines() if line.strip()]
+    # written as Anthropic (output.format=anthropic), one conversation per line: valid, no toolUseResult,
+    # reads back the same
     assert fmt.writable is False and fmt.write_as == "anthropic"
-    (out,) = list(fmt.write(conv, layout))
+    (out,) = list(get_format(fmt.write_as).write(conv, CONVERSATION))
     assert anthropic_problems(out, strict=True) == []
     assert "toolUseResult" not in json.dumps(out["messages"])
     assert out["id"] == conv.id and out["metadata"]["source_format"] == "claude-code"
@@ -461,7 +465,10 @@ def test_claude_code_session_fixture():
     assert conv.recorded_prompt_tokens == 2 + 50 + 4300 + 20
     assert conv.stats["sidechain_events"] == 2 and conv.stats["assistant_lines_merged"] == 3
     assert any("no parent line in the log" in n for n in conv.notes)
-    (out,) = list(fmt.write(conv, layout))
+    # written as itself: every line as it was, the ones set aside included
+    assert [bytes(v) for v in fmt.write(conv, layout)] == [
+        line for line in (DATA / "claude_code_session.jsonl").read_bytes().split(b"\n") if line.strip()]
+    (out,) = list(get_format(fmt.write_as).write(conv, CONVERSATION))
     assert anthropic_problems(out, strict=True) == []
     assert [e["type"] for e in out["metadata"]["events"]] == ["summary", "queue-operation", "system"]
     assert out["metadata"]["cwd"] == "/tmp/demo" and out["metadata"]["model"] == "claude-opus-4-5"
@@ -478,7 +485,7 @@ def test_claude_code_compaction_summary_and_rewind():
     assert is_summary_message(conv.messages[0])
     assert msgs[2]["content"] == "Try approach B instead"                # the rewound branch is left out
     assert conv.stats["off_chain_events"] == 4
-    (out,) = list(fmt.write(conv, layout))
+    (out,) = list(get_format(fmt.write_as).write(conv, CONVERSATION))
     assert anthropic_problems(out, strict=True) == []
 
 

@@ -33,7 +33,7 @@ from hermes_pipeline.transcript import message_text as visible_text
 from tests.helpers.builders import engine_for
 from tests.helpers.env import CORPUS, LONG_SESSIONS, REAL, TAU_BENCH, read_jsonl, run_cli, shared
 from tests.helpers.synth import make_session
-from tests.helpers.validity import problems
+from tests.helpers.validity import our_summary, problems, written_problems
 
 LCM_CLI = Path(sys.executable).with_name("hermes-pipeline-lcm")     # the installed console script
 SMALL = ("model.context_length=4000", "compression.protect_last_n=4")
@@ -70,12 +70,9 @@ def read_input(path: Path) -> list[Conversation]:
     return [c for c in fmt.read(iter(items), str(path), layout) if isinstance(c, Conversation)]
 
 
-def read_output(run_dir: Path, root: Path, path: Path, fmt_name: str) -> list[Conversation]:
-    fmt = get_format(fmt_name)
-    writer = fmt if fmt.writable else get_format(fmt.write_as)
-    out = run_dir / "transcripts" / path.relative_to(root)
-    items = list(read_records(str(out), 64 << 20))
-    return [c for c in writer.read(iter(items), str(out), CONVERSATION) if isinstance(c, Conversation)]
+def read_output(run_dir: Path, root: Path, path: Path) -> list[Conversation]:
+    """What was written, read back by the reader of its format (Claude Code and pi sessions as themselves)."""
+    return read_input(run_dir / "transcripts" / path.relative_to(root))
 
 
 def expected_record(row: dict, quarantined: set[str]):
@@ -134,15 +131,15 @@ def test_outputs_pass_the_compressors_validity_checks(tmp_path_factory, collecti
     for path in sorted(root.rglob("*.jsonl")):
         before = read_input(path)
         mine = [r for r in rows if r["source"].rsplit(":", 1)[0] == str(path)]
-        after = read_output(run_dir, root, path, before[0].format)
+        after = read_output(run_dir, root, path)
         assert len(after) == len(before) == len(mine), path
         for source, written, row in zip(before, after, mine):
             source = repair_tool_pairing(source)
-            assert problems([public(m) for m in source.messages], [public(m) for m in written.messages]) == [], \
-                source.id
+            assert written_problems(source.format, [public(m) for m in source.messages],
+                                    [public(m) for m in written.messages]) == [], source.id
             if row["status"] == "compacted":
                 compacted += 1
-                summary = [visible_text(m) for m in written.messages if is_summary_message(m)][-1]   # ours: the last
+                summary = visible_text(our_summary(source.format, written.messages))
                 assert row["lcm_pointers"] and row["lcm_span"] == row["lcm_pointers"][-1]
                 for pointer in row["lcm_pointers"]:
                     assert f"Stored originals: {pointer} (messages " in summary

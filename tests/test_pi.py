@@ -8,8 +8,10 @@ from hermes_pipeline.formats import CONVERSATION, FORMATS, MESSAGE, detect_forma
 from hermes_pipeline.formats.roundtrip import public
 from hermes_pipeline.jsonl import Record, Rejected, read_records
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, pairing_problems
-from tests.helpers.env import read_jsonl, run_cli
-from tests.helpers.validity import problems
+from hermes_pipeline.tokens import TokenCounter
+from tests.helpers.env import LONG_SESSIONS, read_jsonl, run_cli, shared
+from tests.helpers.pi_logs import version_1_of
+from tests.helpers.validity import problems, summary_first_problems
 
 DATA = Path(__file__).resolve().parent / "data" / "formats"
 MAX = 64 << 20
@@ -72,7 +74,10 @@ def test_session_fixture_follows_the_branch_and_keeps_tools_images_and_bash():
     assert conv.id == "0f1e2d3c-4b5a-4697-8877-665544332211"
     assert conv.recorded_prompt_tokens == 20 + 40 + 5100 + 300
 
-    (out,) = list(fmt.write(conv, layout))
+    # written as itself: every line as it was, the ones set aside included
+    assert [bytes(v) for v in fmt.write(conv, layout)] == [
+        line for line in (DATA / "pi_session.jsonl").read_bytes().split(b"\n") if line.strip()]
+    (out,) = list(get_format(fmt.write_as).write(conv, "conversation"))
     assert out["metadata"]["source_format"] == "pi" and out["metadata"]["cwd"] == "/home/dev/projects/weather-cli"
     assert [e["type"] for e in out["metadata"]["events"]] == ["model_change", "thinking_level_change", "label",
                                                               "session_info"]
@@ -116,7 +121,7 @@ def test_version_1_linear_log_and_broken_lines(tmp_path):
     assert conv.recorded_prompt_tokens == 7 and conv.id == "old"
 
 
-def test_cli_compacts_a_pi_log_and_writes_anthropic(tmp_path):
+def test_cli_compacts_a_pi_log_as_pi_or_as_anthropic(tmp_path):
     entries, parent = [HEADER], None
     for i in range(40):
         user = message(f"u{i}", parent, "user", f"step {i}: run the tests of module {i}")
@@ -130,13 +135,21 @@ def test_cli_compacts_a_pi_log_and_writes_anthropic(tmp_path):
         parent = f"r{i}"
     entries.append(message("end", parent, "assistant", [{"type": "text", "text": "All green."}], stopReason="stop"))
     path = write_log(tmp_path / "session.jsonl", entries)
-    result = run_cli(tmp_path / "run", f"input={path}", "model.context_length=4000", "compression.protect_last_n=4")
+    _, _, _, (before,) = read(path)
+    args = (f"input={path}", "model.context_length=4000", "compression.protect_last_n=4")
+    # the default: a pi session, compacted as pi does; read back, it is the compacted conversation
+    result = run_cli(tmp_path / "run", *args)
     assert result.returncode == 0, result.stderr
     (row,) = read_jsonl(tmp_path / "run" / "manifest.jsonl")
     assert row["format"] == "pi" and row["status"] == "compacted" and row["stats"]["records"] == len(entries)
-    (out,) = read_jsonl(tmp_path / "run" / "transcripts" / "session.jsonl")
+    _, layout, _, (after,) = read(tmp_path / "run" / "transcripts" / "session.jsonl")
+    assert layout == "message" and after.id == "s-1"
+    assert summary_first_problems([public(m) for m in before.messages], [public(m) for m in after.messages]) == []
+    # output.format=anthropic: one Anthropic conversation per line
+    result = run_cli(tmp_path / "anthropic", *args, "output.format=anthropic")
+    assert result.returncode == 0, result.stderr
+    (out,) = read_jsonl(tmp_path / "anthropic" / "transcripts" / "session.jsonl")
     assert out["id"] == "s-1" and out["metadata"]["source_format"] == "pi"
-    _, _, _, (before,) = read(path)
     (after,) = list(get_format("anthropic").read(iter([Record("o", 1, out, 0)]), "o", "conversation"))
     assert problems([public(m) for m in before.messages], [public(m) for m in after.messages]) == []
 
@@ -159,3 +172,47 @@ def test_reasoning_of_another_provider_is_text_a_signed_one_stays_thinking(tmp_p
     assert second[0] == {"type": "thinking", "thinking": "Claude reasons.", "signature": "Eq1"}
     assert all(b.get("signature") for m in record["messages"] if isinstance(m["content"], list)
                for b in m["content"] if b.get("type") == "thinking")
+
+
+# -- version 1 logs: a compaction names its first kept entry by index ------------------------
+
+
+def test_a_version_1_log_is_read_as_pi_migrates_it(tmp_path):
+    """The real session as a version 1 log reads as the same conversation: the summary, the entries from
+    `firstKeptEntryIndex` on, what came after; far fewer tokens than the context the compaction replaced."""
+    source = shared(LONG_SESSIONS / "agent-complex-task" / "03-raddit-dashboard-pr.session.jsonl")
+    v1 = version_1_of(source, tmp_path / "v1.jsonl")
+    _, layout, rejected, (now,) = read(source)
+    _, _, none, (then,) = read(v1)
+    assert none == [] and layout == MESSAGE
+    assert [public(m) for m in then.messages] == [public(m) for m in now.messages]
+    assert is_summary_message(then.messages[0]) and then.stats["compacted_entries"] > 100
+    counter = TokenCounter()
+    read_as = sum(counter.count_messages(then.messages))
+    everything = sum(counter.count_messages(read(_without_compactions(v1, tmp_path / "all.jsonl"))[3][0].messages))
+    compaction = [json.loads(line) for line in v1.read_text().splitlines() if '"compaction"' in line][-1]
+    # the context after a compaction is a fraction of the one it replaced; all the history before it is not
+    assert read_as < compaction["tokensBefore"] / 4 < everything
+
+
+def _without_compactions(path: Path, out: Path) -> Path:
+    lines = [line for line in path.read_text().splitlines() if json.loads(line).get("type") != "compaction"]
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_a_version_1_index_at_the_header_or_past_the_end_keeps_nothing(tmp_path):
+    entries = [{"type": "session", "id": "v1", "timestamp": "2025-06-01T00:00:00Z", "cwd": "/w"},
+               {"type": "message", "timestamp": "t", "message": {"role": "user", "content": "first"}},
+               {"type": "message", "timestamp": "t", "message": {"role": "assistant", "content": [
+                   {"type": "text", "text": "one"}]}},
+               {"type": "message", "timestamp": "t", "message": {"role": "user", "content": "second"}}]
+    for index, kept in ((2, ["one", "second"]), (0, []), (99, []), (None, [])):
+        compaction = {"type": "compaction", "timestamp": "t", "summary": "## Goal\n- the task", "tokensBefore": 9}
+        if index is not None:
+            compaction["firstKeptEntryIndex"] = index
+        after = {"type": "message", "timestamp": "t", "message": {"role": "user", "content": "after"}}
+        _, _, _, (conv,) = read(write_log(tmp_path / f"v1-{index}.jsonl", entries + [compaction, after]))
+        texts = [t for m in conv.messages for t in ([m["content"]] if isinstance(m["content"], str)
+                                                    else [b["text"] for b in m["content"]])]
+        assert texts[0].startswith(SUMMARY_PREFIX) and texts[1:] == kept + ["after"], index

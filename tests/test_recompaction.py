@@ -10,6 +10,7 @@ from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, message_text
 from tests.helpers.builders import assistant, calls, engine_for, long_log, result, system, user
 from tests.helpers.env import LONG_SESSIONS, REAL, read_jsonl, run_cli, shared
+from tests.helpers.sessions import read_conversations
 
 FILES = [f"/repo/src/module_{i}.c" for i in range(6)]
 
@@ -136,11 +137,12 @@ def test_recompacting_real_sessions_counts_the_messages_and_files_of_both_compac
     assert again.returncode in (0, 2), again.stderr
     second = {r["id"]: r for r in read_jsonl(tmp_path / "two" / "manifest.jsonl") if r["status"] == "compacted"}
     assert set(first) & set(second)
-    out = {r["id"]: r for f in (tmp_path / "two" / "transcripts").rglob("*.jsonl") for r in read_jsonl(f)}
-    earlier = {r["id"]: r for f in (tmp_path / "one" / "transcripts").rglob("*.jsonl") for r in read_jsonl(f)}
+    # Claude Code sessions written back as themselves, read back as a run reads them
+    read_all = lambda folder: {c.id: c for f in folder.rglob("*.jsonl") for c in read_conversations(f, False)}
+    out, earlier = read_all(tmp_path / "two" / "transcripts"), read_all(tmp_path / "one" / "transcripts")
     for cid in set(first) & set(second):
-        old = next(message_text(m) for m in earlier[cid]["messages"] if is_summary_message(m))
-        new = next(message_text(m) for m in out[cid]["messages"] if is_summary_message(m))
+        old = [message_text(m) for m in earlier[cid].messages if is_summary_message(m)][-1]    # ours: the last
+        new = [message_text(m) for m in out[cid].messages if is_summary_message(m)][-1]
         count = lambda text: int(re.search(r"(\d+) earlier messages", text).group(1))
         assert count(new) > count(old)                                  # both compactions' messages
         carried = read_trail(old).files

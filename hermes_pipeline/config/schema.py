@@ -41,11 +41,25 @@ class InputConfig:
 
 
 @dataclass
+class NativeOutputConfig:
+    history: str = opt("keep", "Claude Code and pi sessions written back in their own format: keep = every input "
+                               "line as it was, the compaction and the kept messages appended (lossless, as the "
+                               "agents do); drop = only what the agent needs to resume (the manifest's `native` "
+                               "says which lines went)", choices=("keep", "drop"))
+    store: str = opt("copy", "a Hermes state.db given as input: copy = its sessions compacted in a copy in the output "
+                             "tree (the input is only read); in_place = compacted in the store itself, as Hermes' "
+                             "session hygiene does (old rows archived, under Hermes' compression lock)",
+                     choices=("copy", "in_place"))
+
+
+@dataclass
 class OutputConfig:
-    format: str = opt("same", "output format: the input's own (`same`) or a format name",
-                      choices=("same", "openai", "anthropic", "sharegpt"))
+    format: str = opt("same", "output format: the input's own (`same`: Claude Code and pi sessions as their agent "
+                              "compacts them) or a format name",
+                      choices=("same", "openai", "anthropic", "sharegpt", "claude-code", "pi", "hermes-store"))
     dir: Optional[str] = opt(None, "a persistent output tree mirroring the input layout (null: the run "
                                    "folder's transcripts/); one run at a time")
+    native: NativeOutputConfig = group(NativeOutputConfig, "the agents' own session formats")
 
 
 @dataclass

@@ -15,6 +15,7 @@ from hermes_pipeline.formats.anthropic import AnthropicFormat
 from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat
 from hermes_pipeline.formats.claude_code import ClaudeCodeFormat
 from hermes_pipeline.formats.codex import CodexFormat
+from hermes_pipeline.formats.hermes_store import HermesStoreFormat
 from hermes_pipeline.formats.openai import OpenAIFormat
 from hermes_pipeline.formats.pi import PiFormat
 from hermes_pipeline.formats.sharegpt import ShareGPTFormat
@@ -56,7 +57,8 @@ def detect_format_in(values: Iterable[Any]) -> tuple[TranscriptFormat, str] | No
     return None
 
 
-for _fmt in (ClaudeCodeFormat(), PiFormat(), CodexFormat(), ShareGPTFormat(), AnthropicFormat(), OpenAIFormat()):
+for _fmt in (ClaudeCodeFormat(), PiFormat(), CodexFormat(), ShareGPTFormat(), AnthropicFormat(), OpenAIFormat(),
+             HermesStoreFormat()):
     register_format(_fmt)
 
 __all__ = ["CONVERSATION", "MESSAGE", "FORMATS", "TranscriptFormat", "detect_format", "detect_format_in",

@@ -8,6 +8,7 @@ a format passes them on untouched.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -21,6 +22,7 @@ MESSAGE = "message"             # one message (or event) per line; the file is o
 class TranscriptFormat(ABC):
     name: str = ""
     write_as: str | None = None   # a read-only format names the format its conversations are written in
+    native: bool = False          # an agent's own session format, written back compacted as the agent would
 
     @property
     def writable(self) -> bool:
@@ -37,6 +39,13 @@ class TranscriptFormat(ABC):
     @abstractmethod
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:
         """The JSON values to write, one per output line."""
+
+    def write_compacted(self, conversation: Conversation, compaction: Any, layout: str, options: Any) -> Any:
+        """What to write for a conversation and its compaction (engine/base.py Compaction): a
+        formats.native.Written. A native format writes the session as its agent compacts itself
+        (it gets the lines as read and the compaction's parts); the others write the messages."""
+        from hermes_pipeline.formats.native import Written
+        return Written(list(self.write(replace(conversation, messages=compaction.messages), layout)))
 
 
 def file_conversation_id(path: str) -> str:

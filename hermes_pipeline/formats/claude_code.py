@@ -20,7 +20,9 @@ from typing import Any, Iterable, Iterator
 from hermes_pipeline.formats.anthropic import AnthropicFormat, message_problem, message_to_openai
 from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat, checked, file_conversation_id
 from hermes_pipeline.jsonl import Record, Rejected, dumps
-from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, text_of
+from hermes_pipeline.formats.claude_code_writer import write_session
+from hermes_pipeline.formats.native import NativeLog, require_native
+from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, text_of
 from hermes_pipeline.usage import context_tokens
 
 TALK = ("user", "assistant")
@@ -97,8 +99,10 @@ class _Turn:
     lines: int = 0
     closed: bool = False                            # nothing merges into it (a compaction summary)
     line_no: int = 0                                # the input line it starts on
+    sources: list = field(default_factory=list)     # indices of its lines among the file's records
 
-    def add(self, content: Any) -> None:
+    def add(self, content: Any, source: int) -> None:
+        self.sources.append(source)
         self.lines += 1
         if isinstance(content, str):
             self.text = content if self.lines == 1 else None
@@ -118,10 +122,13 @@ class _Turn:
         return {"role": self.role, "content": content}
 
 
-def _merge(events: list[Record]) -> list[_Turn]:
+def _merge(events: list[Record], index_of: dict[int, int] | None = None) -> list[_Turn]:
+    """Turns of the chain's events; each knows its lines (indices among the file's records, `index_of`,
+    else among `events`)."""
     turns: list[_Turn] = []
-    for event in events:
+    for position, event in enumerate(events):
         value, message = event.value, event.value["message"]
+        source = index_of[id(event)] if index_of is not None else position
         if value["type"] == "assistant":
             message_id = message.get("id")
             last = next((k for k in range(len(turns) - 1, -1, -1) if turns[k].role == "assistant"), None)
@@ -130,20 +137,23 @@ def _merge(events: list[Record]) -> list[_Turn]:
             if not same:
                 turns.append(_Turn("assistant", message_id=message_id, line_no=event.line_no))
                 last = len(turns) - 1
-            turns[last].add(message["content"])
+            turns[last].add(message["content"], source)
         elif value.get("isCompactSummary"):
-            text = f"{SUMMARY_PREFIX}\n{text_of(message['content'])}"
-            turns.append(_Turn("user", text=text, lines=1, closed=True, line_no=event.line_no))
+            text = text_of(message["content"])
+            if not is_summary_message({"content": text}):     # ours carries the prefix already
+                text = f"{SUMMARY_PREFIX}\n{text}"
+            turns.append(_Turn("user", text=text, lines=1, closed=True, sources=[source], line_no=event.line_no))
         else:
             if not turns or turns[-1].role != "user" or turns[-1].closed:
                 turns.append(_Turn("user", line_no=event.line_no))
-            turns[-1].add(message["content"])
+            turns[-1].add(message["content"], source)
     return turns
 
 
 class ClaudeCodeFormat(TranscriptFormat):
     name = "claude-code"
-    write_as = "anthropic"      # the format its conversations are written in (one per line)
+    write_as = "anthropic"      # a conversation that is not a session of its own is written as this
+    native = True               # a session read from a log is written back as a Claude Code session
 
     def detect(self, value: Any) -> str | None:
         if isinstance(value, dict) and isinstance(value.get("type"), str) and (
@@ -153,21 +163,23 @@ class ClaudeCodeFormat(TranscriptFormat):
         return None
 
     def read(self, items: Iterable[Record | Rejected], path: str, layout: str) -> Iterator[Conversation | Rejected]:
-        events, notes = [], []
+        events, notes, rejected = [], [], []
         for item in checked(items, event_problem):
             if isinstance(item, Rejected):
+                rejected.append((item.line_no, item.raw))
                 yield item
                 continue
             events.append(item)
             notes.extend(f"line {item.line_no}: {r}" for r in item.repairs)
         if events:
-            yield self._conversation(events, path, notes)
+            yield self._conversation(events, path, notes, rejected)
 
-    def _conversation(self, events: list[Record], path: str, notes: list[str]) -> Conversation:
+    def _conversation(self, events: list[Record], path: str, notes: list[str],
+                      rejected: list[tuple[int, bytes]]) -> Conversation:
         main = [e for e in events if not e.value.get("isSidechain")]
         sub_agent = not any(e.value["type"] in TALK for e in main) and any(e.value["type"] in TALK for e in events)
         used = _chain(events if sub_agent else main, notes)
-        turns = _merge(used)
+        turns = _merge(used, {id(e): i for i, e in enumerate(events)})
         messages, lines = [], []
         for index, turn in enumerate(turns):
             pieces = message_to_openai(turn.message(), index)
@@ -207,10 +219,18 @@ class ClaudeCodeFormat(TranscriptFormat):
             record={"id": conversation_id, "messages": [], "metadata": metadata},
             recorded_prompt_tokens=context_tokens(usage), notes=notes, raw_records=[e.value for e in events],
             message_lines=lines,
+            native=NativeLog(events, [tuple(t.sources) for t in turns], rejected),
         )
         conversation.stats = stats   # read by the run report when Conversation has a stats field
         return conversation
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:
-        """Claude Code logs are never written back: this is the Anthropic record."""
+        """A session as read: its lines as they were; any other conversation: the Anthropic record."""
+        if conversation.native is not None:
+            yield from conversation.native.every_line()
+            return
         yield from AnthropicFormat().write(conversation, CONVERSATION)
+
+    def write_compacted(self, conversation: Conversation, compaction: Any, layout: str, options: Any) -> Any:
+        require_native(self.name, conversation)
+        return write_session(conversation, compaction, options)

@@ -33,6 +33,8 @@ from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.anthropic import AnthropicFormat, message_to_openai
 from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat, checked, file_conversation_id
+from hermes_pipeline.formats.native import NativeLog, require_native
+from hermes_pipeline.formats.pi_writer import millis, write_session
 from hermes_pipeline.jsonl import Record, Rejected
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation
 from hermes_pipeline.usage import context_tokens
@@ -150,19 +152,45 @@ def _path(entries: list[Record], notes: list[str]) -> list[Record]:
     return [entries[i] for i in reversed(chosen)]
 
 
-def context_entries(path: list[Record], stats: dict[str, int]) -> list[Record]:
+def _first_kept(path: list[Record], at: int, file_records: list[Record]) -> int:
+    """Where the entries the compaction at `at` kept start on the path (`at`: none), as pi finds them.
+
+    Version 1 logs name the first kept entry by its index among the file's entries, the header
+    included (`firstKeptEntryIndex`); pi's migration turns that into the entry's id, and keeps
+    nothing when it is the header or out of range.
+    """
+    compaction = path[at].value
+    first = compaction.get("firstKeptEntryId")
+    if isinstance(first, str):
+        return next((k for k in range(at) if path[k].value.get("id") == first), at)
+    index = compaction.get("firstKeptEntryIndex")
+    if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(file_records) \
+            and file_records[index].value.get("type") != "session":
+        return next((k for k in range(at) if path[k] is file_records[index]), at)
+    return at
+
+
+def context_entries(path: list[Record], stats: dict[str, int], file_records: list[Record] = ()) -> list[Record]:
     """pi's buildSessionContext: the latest compaction's summary, then what it kept, then what followed."""
     compactions = [k for k, e in enumerate(path) if e.value["type"] == "compaction"]
     if not compactions:
         return [e for e in path if e.value["type"] in CONTEXT_ENTRIES]
     at = compactions[-1]
-    first_kept = path[at].value.get("firstKeptEntryId")
-    start = next((k for k in range(at) if path[k].value.get("id") == first_kept), at)
+    start = _first_kept(path, at, list(file_records))
     before = [e for e in path[:at] if e.value["type"] in CONTEXT_ENTRIES]
     kept = [e for e in path[start:at] if e.value["type"] in CONTEXT_ENTRIES and e.value["type"] != "compaction"]
     stats["compacted_entries"] = len(before) - len(kept)
     after = [e for e in path[at + 1:] if e.value["type"] in CONTEXT_ENTRIES]
     return [path[at]] + kept + after
+
+
+def _before_compaction(message: dict, used: list[Record]) -> bool:
+    """An assistant message no later than the compaction the context starts with: its usage describes
+    the context before that compaction (pi ignores it for the same reason)."""
+    if not used or used[0].value["type"] != "compaction":
+        return False
+    at, sent = millis(used[0].value.get("timestamp")), message.get("timestamp")
+    return at is not None and isinstance(sent, (int, float)) and sent <= at
 
 
 # -- pi messages -> Anthropic messages --------------------------------------------------
@@ -209,16 +237,20 @@ def _as_blocks(content: str | list) -> list[dict]:
 
 
 class _Turns:
-    """Anthropic messages; consecutive user pieces (results, text) merge into one message."""
+    """Anthropic messages; consecutive user pieces (results, text) merge into one message.
+    `sources` holds, per message, the entries it was made of (their indices among the file's records)."""
 
-    def __init__(self):
+    def __init__(self, index_of: dict[int, int]):
         self.messages: list[dict] = []
+        self.sources: list[list[int]] = []
         self.lines: list[int] = []      # the input line each message starts on
         self.open_user = False          # the last message is a user message more may join
+        self.index_of, self.entry = index_of, -1
         self.line_no = 0                # the line of the entry being read
 
     def assistant(self, content: list[dict]) -> None:
         self.messages.append({"role": "assistant", "content": content})
+        self.sources.append([self.entry])
         self.lines.append(self.line_no)
         self.open_user = False
 
@@ -226,15 +258,19 @@ class _Turns:
         if self.open_user and not closed:
             last = self.messages[-1]
             last["content"] = _as_blocks(last["content"]) + _as_blocks(content)
+            self.sources[-1].append(self.entry)
         else:
             self.messages.append({"role": "user", "content": content})
+            self.sources.append([self.entry])
             self.lines.append(self.line_no)
         self.open_user = not closed
 
 
-def to_anthropic(entries: list[Record], stats: dict[str, int], notes: list[str]) -> _Turns:
-    turns = _Turns()
+def to_anthropic(entries: list[Record], stats: dict[str, int], notes: list[str],
+                 turns: _Turns | None = None) -> _Turns:
+    turns = turns or _Turns({})
     for record in entries:
+        turns.entry = turns.index_of.get(id(record), -1)
         entry = record.value
         turns.line_no = record.line_no
         kind = entry["type"]
@@ -281,7 +317,8 @@ def to_anthropic(entries: list[Record], stats: dict[str, int], notes: list[str])
 
 class PiFormat(TranscriptFormat):
     name = "pi"
-    write_as = "anthropic"      # the format its conversations are written in (one per line)
+    write_as = "anthropic"      # a conversation that is not a session of its own is written as this
+    native = True               # a session read from a log is written back as a pi session
 
     def detect(self, value: Any) -> str | None:
         if not isinstance(value, dict):
@@ -297,13 +334,14 @@ class PiFormat(TranscriptFormat):
         return None
 
     def read(self, items: Iterable[Record | Rejected], path: str, layout: str) -> Iterator[Conversation | Rejected]:
-        header, entries, extra_headers, notes, first, lines = None, [], [], [], None, []
+        header, entries, extra_headers, notes, first, lines, rejected = None, [], [], [], None, [], []
         for item in checked(items, entry_problem):
             if isinstance(item, Rejected):
+                rejected.append((item.line_no, item.raw))
                 yield item
                 continue
             first = first or item
-            lines.append(item.value)
+            lines.append(item)
             notes.extend(f"line {item.line_no}: {r}" for r in item.repairs)
             if item.value["type"] != "session":
                 entries.append(item)
@@ -312,24 +350,26 @@ class PiFormat(TranscriptFormat):
             else:
                 extra_headers.append(item.value)
         if first is not None:
-            yield self._conversation(header, entries, path, first.source, notes, extra_headers, lines)
+            yield self._conversation(header, entries, path, first.source, notes, extra_headers, lines, rejected)
 
     def _conversation(self, header: dict | None, entries: list[Record], path: str, source: str,
-                      notes: list[str], extra_headers: list[dict], records: list) -> Conversation:
+                      notes: list[str], extra_headers: list[dict], lines: list,
+                      rejected: list[tuple[int, bytes]]) -> Conversation:
         stats = {"records": len(entries) + len(extra_headers) + (header is not None), "entries": len(entries)}
         on_path = _path(entries, notes)
-        used = context_entries(on_path, stats)
-        anthropic = to_anthropic(used, stats, notes)
-        messages, lines = [], []
-        for index, (message, line_no) in enumerate(zip(anthropic.messages, anthropic.lines)):
+        used = context_entries(on_path, stats, lines)
+        turns = to_anthropic(used, stats, notes, _Turns({id(r): i for i, r in enumerate(lines)}))
+        messages, message_lines = [], []
+        for index, (message, line_no) in enumerate(zip(turns.messages, turns.lines)):
             pieces = message_to_openai(message, index)
             messages.extend(pieces)
-            lines.extend([line_no] * len(pieces))
+            message_lines.extend([line_no] * len(pieces))
         stats["entries_used"] = len(used)
         stats["off_path_entries"] = len(entries) - len(on_path)
         assistants = [e.value["message"] for e in used
                       if e.value["type"] == "message" and e.value["message"]["role"] == "assistant"]
-        usage = next((m["usage"] for m in reversed(assistants) if isinstance(m.get("usage"), dict)), None)
+        usage = next((m["usage"] for m in reversed(assistants) if isinstance(m.get("usage"), dict)
+                      and not _before_compaction(m, used)), None)
         session = header.get("id") if header else None
         conversation_id = session if isinstance(session, str) and session else file_conversation_id(path)
         metadata: dict[str, Any] = {"source_format": self.name, "session_id": session}
@@ -347,10 +387,18 @@ class PiFormat(TranscriptFormat):
         return Conversation(
             id=conversation_id, messages=messages, source=source, format=self.name, layout=MESSAGE,
             record={"id": conversation_id, "messages": [], "metadata": metadata},
-            recorded_prompt_tokens=context_tokens(usage), notes=notes, stats=stats, raw_records=records,
-            message_lines=lines,
+            recorded_prompt_tokens=context_tokens(usage), notes=notes, stats=stats,
+            raw_records=[r.value for r in lines], message_lines=message_lines,
+            native=NativeLog(lines, [tuple(t) for t in turns.sources], rejected),
         )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:
-        """pi logs are never written back: this is the Anthropic record."""
+        """A session as read: its lines as they were; any other conversation: the Anthropic record."""
+        if conversation.native is not None:
+            yield from conversation.native.every_line()
+            return
         yield from AnthropicFormat().write(conversation, CONVERSATION)
+
+    def write_compacted(self, conversation: Conversation, compaction: Any, layout: str, options: Any) -> Any:
+        require_native(self.name, conversation)
+        return write_session(conversation, compaction, options)

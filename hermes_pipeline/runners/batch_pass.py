@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 class _ReadOnlyTree:
     """The output tree as the first pass sees it: its state is read, nothing is written."""
+    dry = True
 
     def __init__(self, tree):
         self.state, self.path_for = tree.state, tree.path_for

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from hermes_pipeline.engine.base import ContextEngine
 from hermes_pipeline.formats import get_format
-from hermes_pipeline.jsonl import dumps, raw_for_quarantine
+from hermes_pipeline.formats.native import WriteOptions, Written
+from hermes_pipeline.jsonl import dumps, encode_lines, raw_for_quarantine
 from hermes_pipeline.replay_run import replay_for_conversation
 from hermes_pipeline.repair import repair_tool_pairing
 from hermes_pipeline.run_folder import conversation_row, problem_row
@@ -30,6 +31,7 @@ class RecordOptions:
     output_format: str = "same"
     engine_fallback: str | None = None   # why the configured engine is not the one running
     replay: Any = None                   # ReplaySettings, or None
+    native: WriteOptions = WriteOptions()   # how agents' own session formats are written (output.native)
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class Done:
     row: dict
     data: bytes | None = None
     quarantine: dict | None = None
+    done_as: str | None = None     # the input as this output leaves it (a store written in place): done too
 
 
 def needs_engine(item: Any) -> bool:
@@ -65,17 +68,20 @@ def compact_conversation(options: RecordOptions, engine: ContextEngine | None, i
     out_fmt, out_layout = output_format(get_format(item.format), item.layout, options.output_format)
     try:
         if _as_it_was(item, as_read, result.messages, out_fmt.name, out_layout):
+            written = Written([])
             data = item.raw_line if item.raw_line.endswith(b"\n") else item.raw_line + b"\n"
         else:
-            data = b"".join(dumps(v) + b"\n" for v in out_fmt.write(replace(item, messages=result.messages),
-                                                                        out_layout))
+            written = out_fmt.write_compacted(item, result, out_layout, options.native)
+            data = encode_lines(written.values)
     except Exception as error:   # a writer bug costs this conversation, not the run
         log.exception("conversation %s (%s) could not be written", item.id, item.source)
         return failed(item, f"writing failed: {type(error).__name__}: {error}")
     row = conversation_row(item, len(result.messages), result.outcome, seconds, options.engine_fallback)
+    if written.row:
+        row["native"] = written.row
     if options.replay is not None:
         row["replay"] = replay_for_conversation(item.messages, result.counts, options.replay)
-    return Done(row, data)
+    return Done(row, data, done_as=written.done_as)
 
 
 def _as_it_was(item: Conversation, as_read: list[dict], messages: list[dict], out_format: str, out_layout: str) -> bool:
@@ -88,7 +94,7 @@ def failed(conversation: Conversation, why: str) -> Done:
     """A conversation that could not be done: quarantined as read (its own format when it can be written)."""
     reason = f"{conversation.source}: {why}"
     try:
-        raw = b"\n".join(dumps(v) for v in get_format(conversation.format).write(conversation, conversation.layout))
+        raw = encode_lines(get_format(conversation.format).write(conversation, conversation.layout))[:-1]
     except Exception:        # kept as read when its format can't write it
         raw = dumps({"id": conversation.id, "messages": conversation.messages})
     row = problem_row(conversation.source, "failed", reason, conversation.id, len(conversation.messages))

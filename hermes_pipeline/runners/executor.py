@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from hermes_pipeline.formats.native import WriteOptions
 from hermes_pipeline.inputs import InputFile
 from hermes_pipeline.jsonl import Rejected, quarantine_row
 from hermes_pipeline.output_tree import OutputTree
@@ -39,6 +40,7 @@ class RunOptions:
     engine_fallback: str | None = None   # why the configured engine is not the one running
     replay: Any = None                   # ReplaySettings: each row gets the live agent's bill (replay_run.py)
     prune_removed: bool = False          # incremental.prune: delete outputs whose input is gone
+    native: WriteOptions = WriteOptions()   # output.native: how agents' own session formats are written
 
 
 class Executor:
@@ -82,7 +84,8 @@ class Executor:
 
     def _record_all(self, stream: WorkStream) -> None:
         work: FileWork | None = None
-        options = RecordOptions(self.options.output_format, self.options.engine_fallback, self.options.replay)
+        options = RecordOptions(self.options.output_format, self.options.engine_fallback, self.options.replay,
+                                self.options.native)
         for item in self.runner.map(partial(compact_conversation, options), stream, needs_engine):
             if isinstance(item, FileSkipped):
                 earlier = self.state.quarantined_items(item.work.rel)
@@ -146,6 +149,9 @@ class Executor:
     def _done(self, work: FileWork, key: str, done: Done) -> None:
         row = done.row
         self._commit(work, key, row["status"], done.data, row, done.quarantine)
+        if done.done_as is not None and self.state is not None:
+            # the next run reads the input as this one wrote it: nothing new there, nothing to do
+            self.state.commit(work.rel, done.done_as, "unchanged", None, None, None)
         checkpoint("committed")
         if done.quarantine is not None:
             self.folder.quarantine.write(done.quarantine)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from hermes_pipeline.formats import CONVERSATION, TranscriptFormat, detect_format_in, get_format
+from hermes_pipeline.formats.hermes_store import STORE, HermesStoreFormat, is_store
+from hermes_pipeline.formats.hermes_store.sink import IN_PLACE, StoreSink
 from hermes_pipeline.inputs import InputFile
 from hermes_pipeline.input_files import BINARY, DOCUMENT, Contents, read_input, sniff
 from hermes_pipeline.jsonl import READ_CHUNK, Record, Rejected, Unparsed, parsed, reject
@@ -110,7 +112,7 @@ def file_digest(path) -> str:
 def output_format(fmt: TranscriptFormat, layout: str, wanted: str) -> tuple[TranscriptFormat, str]:
     if wanted not in ("same", fmt.name):
         return get_format(wanted), CONVERSATION
-    if fmt.write_as:   # read-only logs are written in another format, one conversation per line
+    if fmt.write_as and not fmt.native:   # read-only logs are written in another format, one per line
         return get_format(fmt.write_as), CONVERSATION
     return fmt, layout
 
@@ -134,10 +136,18 @@ class WorkStream:
                     self.progress.advance(work.stat.st_size)
                     yield FileSkipped(work)
                     continue
-            contents = sniff(input_file.path)
-            work.sink = self.tree.sink(input_file.relative, contents.compression, contents.what == "array")
+            store = is_store(input_file.path)
+            contents = None
+            if store and self.options.output_format in ("same", HermesStoreFormat.name) and not self.tree.dry:
+                work.sink = StoreSink(input_file.path, self.tree.path_for(input_file.relative),
+                                      self.options.native.store == IN_PLACE, keep_partial=not self.tree.persistent)
+            elif store:   # a store's sessions converted (or a dry run): one conversation per line, in a .jsonl
+                work.sink = self.tree.sink(input_file.relative.with_suffix(".jsonl"))
+            else:
+                contents = sniff(input_file.path)
+                work.sink = self.tree.sink(input_file.relative, contents.compression, contents.what == "array")
             self.open.append(work)
-            yield from self._file(work, contents)
+            yield from self._store(work) if store else self._file(work, contents)
 
     def _file(self, work: FileWork, contents: Contents) -> Iterator:
         path = str(work.input_file.path)

@@ -96,13 +96,15 @@ def _fits(after: list[dict], s: int, host: dict, before: list[dict], fitted: boo
                for h in range(s, -1, -1))
 
 
-def problems(before: list[dict], after: list[dict], fitted: bool = True) -> list[str]:
+def problems(before: list[dict], after: list[dict], fitted: bool = True, users_combined: bool = False) -> list[str]:
     """Everything wrong with `after` as a compaction of `before` (empty when valid).
 
     Role clashes inside the verbatim head or tail were in the input and are not
-    ours to fix; a clash next to the summary is. `fitted`: head and tail may hold
-    what the fit step changes (cleared or shortened tool outputs, shortened
-    arguments); else only an oversized tail's demoted outputs.
+    ours to fix; a clash next to the summary is, except two user turns when the
+    agent that reads them combines consecutive user turns into one (`users_combined`:
+    Claude Code and pi sessions, whose compaction summary is always a user turn).
+    `fitted`: head and tail may hold what the fit step changes (cleared or shortened
+    tool outputs, shortened arguments); else only an oversized tail's demoted outputs.
     """
     found = [f"pairing: {p}" for p in pairing_problems(after)]
     summaries = [i for i, m in enumerate(after) if is_summary_message(m)]
@@ -128,11 +130,41 @@ def problems(before: list[dict], after: list[dict], fitted: bool = True) -> list
     visible = [i for i, m in enumerate(after) if visible_role(m) in ("user", "assistant")]
     for a, b in zip(visible, visible[1:]):
         # a merged summary sits in a tail message: only the step into it is ours (the rest is the input's)
+        if users_combined and after[a]["role"] == "user":
+            continue
         if after[a]["role"] == after[b]["role"] and (a < s <= b if host is not None else a <= s <= b):
             found.append(f"role rule: messages {a}/{b} share the role {after[a]['role']} next to the summary")
     if not any(m.get("role") == "user" for m in after):
         found.append("no user message left")
     return found
+
+
+def summary_first_problems(before: list[dict], after: list[dict]) -> list[str]:
+    """problems() of a pi session read back: pi sends its compaction summary first, then the kept messages
+    (our head, then our tail); valid when putting the summary back after some head makes a valid compaction."""
+    if not after or not is_summary_message(after[0]):
+        return ["the summary does not come first"]
+    found = []
+    for head in range(len(after)):
+        found = problems(before, after[1:head + 1] + after[:1] + after[head + 1:], users_combined=True)
+        if not found:
+            return []
+    return found
+
+
+def written_problems(format_name: str, before: list[dict], after: list[dict]) -> list[str]:
+    """problems() of a conversation read back from what was written in `format_name`: a Claude Code session
+    combines consecutive user turns, a pi session sends its summary first."""
+    found = problems(before, after, users_combined=format_name in ("claude-code", "pi"))
+    if found and format_name == "pi":
+        return summary_first_problems(before, after) and found
+    return found
+
+
+def our_summary(format_name: str, messages: list[dict]) -> dict:
+    """The summary this run wrote, among the read-back messages (an earlier one may be in the head)."""
+    summaries = [m for m in messages if is_summary_message(m)]
+    return summaries[0] if format_name == "pi" else summaries[-1]
 
 
 def contains(messages: list[dict], needle: str) -> bool:
