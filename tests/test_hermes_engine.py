@@ -58,9 +58,14 @@ def test_engine_hermes_compacts_the_long_sessions_and_scores_them(tmp_path):
         (summary,) = hermes_summaries(conversation.messages)        # Hermes' own handoff message, once
         assert "--- END OF CONTEXT SUMMARY" in summary
     # what was written reads back as the same conversations, nothing set aside
+    # (the pi session's broken line is kept byte for byte in the session written back, history=keep, and is set
+    # aside again)
     again = run_cli(tmp_path / "again", f"input={run_dir / 'transcripts'}", "compression.enabled=false")
-    assert again.returncode == 0, again.stderr
-    assert [r["messages_before"] for r in read_jsonl(tmp_path / "again" / "manifest.jsonl")] == \
+    assert again.returncode == 2, again.stderr
+    read_again = read_jsonl(tmp_path / "again" / "manifest.jsonl")
+    assert [r["source"].rsplit("/", 1)[-1] for r in read_again if r["status"] == "quarantined"] == \
+        ["03-raddit-dashboard-pr.session.jsonl:31"]
+    assert [r["messages_before"] for r in read_again if r["status"] != "quarantined"] == \
         [r["messages_after"] for r in rows]
 
 

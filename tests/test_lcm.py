@@ -31,6 +31,7 @@ from hermes_pipeline.repair import repair_tool_pairing
 from hermes_pipeline.transcript import Conversation, is_summary_message
 from hermes_pipeline.transcript import message_text as visible_text
 from tests.helpers.builders import engine_for
+from tests.helpers.sessions import read_conversations
 from tests.helpers.env import CORPUS, LONG_SESSIONS, REAL, TAU_BENCH, read_jsonl, run_cli, shared
 from tests.helpers.synth import make_session
 from tests.helpers.validity import our_summary, problems, written_problems
@@ -155,7 +156,9 @@ def test_removed_middles_are_stored_exactly_and_grep_finds_what_only_they_had(tm
     compacted = [r for r in rows if r["status"] == "compacted"]
     for path in sorted(root.rglob("*.jsonl")):
         inputs = {c.source: repair_tool_pairing(c) for c in read_input(path)}
-        out = (run_dir / "transcripts" / path.relative_to(root)).read_text()
+        # what the agent resumes from (a session written back with history=keep still holds every input line)
+        out = json.dumps([c.messages for c in read_conversations(run_dir / "transcripts" / path.relative_to(root),
+                                                                 repaired=False)], ensure_ascii=False)
         for row in [r for r in compacted if r["source"].rsplit(":", 1)[0] == str(path)]:
             span = store.get(row["lcm_span"])
             start, end = span["start"], span["end"]

@@ -86,8 +86,9 @@ def test_a_middle_that_is_only_the_earlier_summary_is_left_as_it_is(tmp_path):
     source = shared(LONG_SESSIONS / "vsla-claude-sessions" / "9034225e-c367-4ab6-b1eb-1f478a7ae27a.jsonl")
     assert run_cli(tmp_path / "one", f"input={source}", "model.context_length=16000").returncode in (0, 2)
     compacted = tmp_path / "one" / "transcripts" / source.name
-    [record] = read_jsonl(compacted)
-    kept = len(record["messages"]) - 1      # every message after the summary (which opens the output)
+    [conversation] = read_conversations(compacted, repaired=False)     # a Claude Code session again
+    summary_at = max(i for i, m in enumerate(conversation.messages) if is_summary_message(m))
+    kept = len(conversation.messages) - summary_at - 1      # every message after the summary
     # a context where it triggers (at least half of it) and still fits (85% of it, in model tokens x1.2)
     [first] = read_jsonl(tmp_path / "one" / "manifest.jsonl")
     context = int(first["tokens_after"] * 1.2 / 0.85) + 200
@@ -98,7 +99,7 @@ def test_a_middle_that_is_only_the_earlier_summary_is_left_as_it_is(tmp_path):
     [row] = read_jsonl(tmp_path / "two" / "manifest.jsonl")
     assert row["status"] == "unchanged" and row["trigger"] != "none" and row["summarizer"] is None
     assert row["noop_reason"] == "nothing new to summarize: the middle is the earlier summary alone" and row["fits"]
-    assert read_jsonl(tmp_path / "two" / "transcripts" / source.name) == read_jsonl(compacted)
+    assert (tmp_path / "two" / "transcripts" / source.name).read_bytes() == compacted.read_bytes()
     smaller = run_cli(tmp_path / "three", f"input={compacted}", f"model.context_length={int(context * 0.75)}")
     assert smaller.returncode == 0, smaller.stderr
     [row] = read_jsonl(tmp_path / "three" / "manifest.jsonl")

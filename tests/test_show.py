@@ -13,6 +13,7 @@ import pytest
 from hermes_pipeline.formats import get_format
 from hermes_pipeline.show import read_conversations
 from hermes_pipeline.transcript import is_summary_message, message_text
+from tests.helpers.sessions import read_conversations as read_back
 from tests.helpers.env import REAL, read_jsonl, run_cli
 
 SHOW = Path(sys.executable).with_name("hermes-pipeline-show")     # the installed console script
@@ -47,12 +48,11 @@ def sections(text: str) -> dict[str, list[str]]:
 
 
 def written(run_dir: Path, row: dict) -> list[dict]:
+    """The conversation as written, read back by its format's reader (a Claude Code log is a Claude Code
+    session again)."""
     path = Path(row["source"].rsplit(":", 1)[0])
-    fmt = get_format(row["format"])
-    out_fmt = get_format(fmt.write_as) if fmt.write_as else fmt
-    relative = path.relative_to(REAL)
-    found = [c for c in read_conversations(run_dir / "transcripts" / relative, out_fmt.name, "conversation"
-                                           if fmt.write_as else None) if c.id == row["id"]]
+    found = [c for c in read_back(run_dir / "transcripts" / path.relative_to(REAL), repaired=False)
+             if c.id == row["id"]]
     return found[0].messages
 
 

@@ -149,6 +149,15 @@ class WorkStream:
             self.open.append(work)
             yield from self._store(work) if store else self._file(work, contents)
 
+    def _store(self, work: FileWork) -> Iterator:
+        """The sessions of a Hermes store, one conversation each (not read line by line)."""
+        work.fmt, work.layout = get_format(HermesStoreFormat.name), STORE
+        work.out_fmt, work.out_layout = output_format(work.fmt, work.layout, self.options.output_format)
+        self.progress.advance(work.stat.st_size)
+        yield FileStart(work)
+        yield from self._keyed(work, work.fmt.read_store(work.input_file.path))
+        yield FileEnd(work)
+
     def _file(self, work: FileWork, contents: Contents) -> Iterator:
         path = str(work.input_file.path)
         items = read_input(path, contents, self.options.max_record_bytes)
