@@ -92,7 +92,7 @@ def after(row: dict, cfg, run_dir: Path, conversation: Conversation) -> tuple[li
         return _compacted_again(cfg, conversation), "computed again: a dry run writes no transcripts"
     source = Path(row["source"].rsplit(":", 1)[0]).resolve()
     relative = next((f.relative for f in resolve_inputs(str(cfg.input.path)) if f.path.resolve() == source), None)
-    root = Path(str(cfg.output.dir)) if cfg.output.dir else run_dir / "transcripts"
+    root = Path(str(cfg.output.dir)).expanduser() if cfg.output.dir else run_dir / "transcripts"
     out_path = root / relative if relative is not None else None
     if out_path is None or not out_path.is_file():
         raise ShowError(f"the output of {row['source']} is not at {out_path or root} any more")
