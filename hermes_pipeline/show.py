@@ -48,7 +48,9 @@ def find_row(run_dir: Path, name: str, source: str | None) -> tuple[dict, list[d
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     mine = [r for r in rows if (r["id"] == name or r["source"] == name) and source in (None, r["source"])]
     if not mine:
-        known = ", ".join(str(r["id"]) for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
+        # a quarantined record has no id: its source FILE:LINE is what finds it
+        known = ", ".join(str(r["id"] if r["id"] is not None else r["source"]) for r in rows[:5]) \
+            + (", ..." if len(rows) > 5 else "")
         raise ShowError(f"no conversation {name!r} in {path} (its ids: {known})")
     return mine[0], mine[1:]
 
