@@ -162,34 +162,45 @@ def test_in_place_and_incremental_a_compacted_session_is_not_read_again(compacte
     assert [r["id"] for r in read_jsonl(tmp_path / "three" / "manifest.jsonl")] == [SHORT]
 
 
+GATEWAY = "hermes-gateway-123"
 
-def test_a_locked_session_is_reported_as_left_alone_and_compacted_by_the_next_run(compacted, tmp_path):
-    """In place and incremental, while a live Hermes holds the long session's lock: its row says it was left
-    as it is and by whom, nothing counts it compacted, and the run after the lock is released compacts it."""
-    _, store, _, _, ours = compacted
-    copy = tmp_path / "home" / "state.db"
-    copy.parent.mkdir()
+
+def _locked_copy(store, copy):
+    """A copy of the store whose long session a live Hermes gateway is compacting (its lock held)."""
+    copy.parent.mkdir(exist_ok=True)
     shutil.copyfile(store, copy)
     db = session_db(copy)
     try:
-        assert db.try_acquire_compression_lock(LONG, "hermes-gateway-123", 3600)
+        assert db.try_acquire_compression_lock(LONG, GATEWAY, 3600)
     finally:
         db.close()
+    return copy
+
+
+def _listed_as_left_alone(run_dir):
+    """The long session's row says it was left as it is and by whom; nothing counts it compacted."""
+    row = {r["id"]: r for r in read_jsonl(run_dir / "manifest.jsonl")}[LONG]
+    assert row["status"] == "unchanged" and GATEWAY in row["noop_reason"], row
+    assert row["tokens_after"] == row["tokens_before"] and row["messages_after"] == row["messages_before"]
+    assert row["native"] == {"history": "archived", "rows_archived": 0, "rows_inserted": 0}
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["statuses"]["compacted"] == 0 and summary["tokens_after"] == summary["tokens_before"]
+    assert "state.db: 3 unchanged" in (run_dir / "cli.log").read_text()
+
+
+def test_a_locked_session_is_reported_as_left_alone_and_compacted_by_the_next_run(compacted, tmp_path):
+    """In place and incremental, while a live Hermes holds the long session's lock; then the lock released."""
+    _, store, _, _, ours = compacted
+    copy = _locked_copy(store, tmp_path / "home" / "state.db")
     before = rows(copy)
     args = (*SMALL, "output.native.store=in_place", f"output.dir={tmp_path / 'tree'}", "incremental=true")
     first = run_cli(tmp_path / "one", f"input={copy}", *args)
     assert first.returncode == 0, first.stderr
     assert rows(copy) == before
-    row = {r["id"]: r for r in read_jsonl(tmp_path / "one" / "manifest.jsonl")}[LONG]
-    assert row["status"] == "unchanged" and "hermes-gateway-123" in row["noop_reason"], row
-    assert row["tokens_after"] == row["tokens_before"] and row["messages_after"] == row["messages_before"]
-    assert row["native"] == {"history": "archived", "rows_archived": 0, "rows_inserted": 0}
-    summary = json.loads((tmp_path / "one" / "summary.json").read_text())
-    assert summary["statuses"]["compacted"] == 0 and summary["tokens_after"] == summary["tokens_before"]
-    assert "state.db: 3 unchanged" in (tmp_path / "one" / "cli.log").read_text()
+    _listed_as_left_alone(tmp_path / "one")
     db = session_db(copy)
     try:
-        db.release_compression_lock(LONG, "hermes-gateway-123")
+        db.release_compression_lock(LONG, GATEWAY)
     finally:
         db.close()
     second = run_cli(tmp_path / "two", f"input={copy}", *args)
@@ -201,16 +212,7 @@ def test_a_locked_session_is_reported_as_left_alone_and_compacted_by_the_next_ru
 
 def test_without_incremental_a_locked_session_is_not_counted_compacted(compacted, tmp_path):
     _, store, _, _, _ = compacted
-    copy = tmp_path / "state.db"
-    shutil.copyfile(store, copy)
-    db = session_db(copy)
-    try:
-        assert db.try_acquire_compression_lock(LONG, "hermes-gateway-123", 3600)
-    finally:
-        db.close()
+    copy = _locked_copy(store, tmp_path / "state.db")
     result = run_cli(tmp_path / "run", f"input={copy}", *SMALL, "output.native.store=in_place")
     assert result.returncode == 0, result.stderr
-    row = {r["id"]: r for r in read_jsonl(tmp_path / "run" / "manifest.jsonl")}[LONG]
-    assert row["status"] == "unchanged" and "hermes-gateway-123" in row["noop_reason"], row
-    assert json.loads((tmp_path / "run" / "summary.json").read_text())["statuses"]["compacted"] == 0
-    assert "state.db: 3 unchanged" in (tmp_path / "run" / "cli.log").read_text()
+    _listed_as_left_alone(tmp_path / "run")
