@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -203,8 +204,21 @@ def _expand_shorthand(argv: list[str]) -> list[str]:
         for short, full in SHORTHANDS.items():
             if arg.startswith(short):
                 arg = full + arg[len(short):]
-        out.append(arg)
+        out.append(_quote_home(arg))
     return out
+
+
+_HOME_VALUE = re.compile(r"(^|[\[,]\s*)(~[^,\[\]]*)")
+
+
+def _quote_home(arg: str) -> str:
+    """A value (or list element) starting with `~`, which Hydra's grammar refuses unquoted, quoted: a path
+    as sh (cron) passes `input=~/x` on, or as quoted in `'input=[a,~/x]'`; paths are expanded where read.
+    Hydra's own settings are left as given: it would not expand one (hydra.run.dir=~/r would make a `~` folder)."""
+    key, sep, value = arg.partition("=")
+    if not sep or "~" not in value or "'" in value or '"' in value or key.lstrip("+~").startswith("hydra."):
+        return arg
+    return key + sep + _HOME_VALUE.sub(lambda m: f"{m.group(1)}'{m.group(2).rstrip()}'", value)
 
 
 def _refuse_used_run_folder(argv: list[str]) -> None:

@@ -11,13 +11,15 @@ from hermes_pipeline.config.files import config_dir, group_options
 from hermes_pipeline.config.schema import TARGET_SCHEMAS, HermesConfig
 from hermes_pipeline.config.validate import leaf_keys
 
-INTRO = f"""hermes-pipeline {__version__}: compacts stored LLM-agent conversations (JSONL) the way the
-Hermes agent compacts its live context: each long transcript becomes head + structured
-summary + verbatim tail. Inputs are never changed; each run writes a folder under runs/.
+INTRO = f"""hermes-pipeline {__version__}: compacts stored LLM-agent conversations (JSONL, JSON, a Hermes
+state.db) the way the Hermes agent compacts its live context: each long transcript becomes head +
+structured summary + verbatim tail. Inputs are never changed (but a Hermes store given
+output.native.store=in_place); each run writes a folder under runs/.
 
 Common commands:
   hermes-pipeline input=path/to/file.jsonl            compact one file (embedded summarizer, no key)
-  hermes-pipeline input=archive/                      every *.jsonl below a folder
+  hermes-pipeline input=archive/                      every transcript below a folder (.jsonl, .json, .ndjson,
+                                                      also .gz/.zst; other files by their content)
   hermes-pipeline input=... model.context_length=32000 compression.threshold=0.4
   hermes-pipeline input=... summarizer=anthropic      Claude summaries (ANTHROPIC_API_KEY)
   hermes-pipeline input=... engine=lcm                lossless: removed turns kept in a searchable store

@@ -72,7 +72,7 @@ def input_root(spec: str) -> Path:
         return path.parent.resolve()
     if path.is_dir() or not _WILDCARDS & set(spec):
         return path.resolve()
-    return _static_prefix(spec).resolve()
+    return _static_prefix(os.path.expanduser(spec)).resolve()
 
 
 def input_roots(specs: list[str]) -> str:
@@ -123,6 +123,7 @@ def _one(spec: str, found: Inputs) -> list[InputFile]:
     if path.is_dir():
         return _folder(path, found)
     if _WILDCARDS & set(spec):
+        spec = os.path.expanduser(spec)
         root = _static_prefix(spec)
         return [InputFile(Path(p), Path(p).relative_to(root) if Path(p).is_relative_to(root) else Path(Path(p).name))
                 for p in sorted(glob.glob(spec, recursive=True)) if Path(p).is_file()]

@@ -13,7 +13,7 @@ from pathlib import Path
 from hermes_pipeline.config import ConfigError
 from hermes_pipeline.jsonl import AtomicJsonlWriter
 from hermes_pipeline.run_folder import recover_interrupted, run_log
-from hermes_pipeline.state import STATE_DIR, IncrementalState, OutputLock
+from hermes_pipeline.state import STATE_DIR, STATE_FILE, IncrementalState, OutputLock
 
 
 
@@ -84,8 +84,14 @@ class OutputTree:
         """Lock the tree, clean what a killed run left, and finish the records of runs that died.
 
         Raises OutputLocked when a live run holds the tree, and ConfigError for an input other than
-        the one the tree mirrors (see _check_input_root).
+        the one the tree mirrors (see _check_input_root) or a run without incremental into an incremental tree.
         """
+        if not incremental and (root / STATE_DIR / STATE_FILE).exists():
+            # its outputs would land among the tracked ones untracked: never reported gone, never pruned
+            raise ConfigError(
+                f"output.dir {root} holds the incremental state of earlier runs ({STATE_DIR}/{STATE_FILE}): a run "
+                "without incremental=true would write into that tree outputs it does not track. Add "
+                "incremental=true (with the input it mirrors), or give another output.dir")
         root.mkdir(parents=True, exist_ok=True)
         lock = OutputLock(root, run_dir)
         state, moved = None, None

@@ -93,6 +93,18 @@ def problem_row(source: str, status: str, reason: str, conversation_id: str | No
     }
 
 
+def left_as_it_is(row: dict, why: str) -> dict:
+    """The row of a compaction its output did not take (a Hermes store's session that a live Hermes holds):
+    the conversation is as it was read, and the next run tries again."""
+    row = {**row, "status": "unchanged", "noop_reason": f"{why}; the next run tries again",
+           "messages_after": row["messages_before"], "tokens_after": row["tokens_before"], "summary_tokens": 0,
+           "quality": None, "fits": None, "fit_reason": None}
+    row.pop("removed_span", None)
+    if row.get("native"):
+        row["native"] = {**row["native"], "rows_archived": 0, "rows_inserted": 0}
+    return row
+
+
 @dataclass
 class RunTotals:
     statuses: Counter = field(default_factory=Counter)

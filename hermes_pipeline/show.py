@@ -48,7 +48,9 @@ def find_row(run_dir: Path, name: str, source: str | None) -> tuple[dict, list[d
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     mine = [r for r in rows if (r["id"] == name or r["source"] == name) and source in (None, r["source"])]
     if not mine:
-        known = ", ".join(str(r["id"]) for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
+        # a quarantined record has no id: its source FILE:LINE is what finds it
+        known = ", ".join(str(r["id"] if r["id"] is not None else r["source"]) for r in rows[:5]) \
+            + (", ..." if len(rows) > 5 else "")
         raise ShowError(f"no conversation {name!r} in {path} (its ids: {known})")
     return mine[0], mine[1:]
 
@@ -92,7 +94,7 @@ def after(row: dict, cfg, run_dir: Path, conversation: Conversation) -> tuple[li
         return _compacted_again(cfg, conversation), "computed again: a dry run writes no transcripts"
     source = Path(row["source"].rsplit(":", 1)[0]).resolve()
     relative = next((f.relative for f in resolve_inputs(str(cfg.input.path)) if f.path.resolve() == source), None)
-    root = Path(str(cfg.output.dir)) if cfg.output.dir else run_dir / "transcripts"
+    root = Path(str(cfg.output.dir)).expanduser() if cfg.output.dir else run_dir / "transcripts"
     out_path = root / relative if relative is not None else None
     if out_path is None or not out_path.is_file():
         raise ShowError(f"the output of {row['source']} is not at {out_path or root} any more")

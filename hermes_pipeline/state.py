@@ -28,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from hermes_pipeline import __version__
 
 STATE_DIR = ".hermes"
+STATE_FILE = "state.sqlite"
 # Keys that cannot change what is written: where things are, how fast, how loud.
 RUNTIME_ONLY = ("input.path", "output.dir", "incremental", "progress", "quiet", "runner", "replay", "plugins",
                 "input.paths", "summarizer.cache", "summarizer.max_in_flight", "summarizer.retry", "summarizer.breaker",
@@ -118,7 +119,7 @@ class IncrementalState:
     def __init__(self, root: Path, config_fp: str, run_id: str):
         folder = root / STATE_DIR
         folder.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(str(folder / "state.sqlite"), isolation_level=None)
+        self.db = sqlite3.connect(str(folder / STATE_FILE), isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")   # a commit survives a killed process (not a power cut)
         self.db.executescript(SCHEMA)

@@ -61,6 +61,8 @@ def test_help_explains_every_key_with_its_default():
                 "summarizer.retry.attempts", "runner.processes", "context.engine", "input.path"):
         assert f"{key} = " in text, key
     assert "hermes-pipeline input=" in text                      # the common commands
+    # what a folder input reads, as the README says (not only *.jsonl)
+    assert "every *.jsonl below a folder" not in text and ".json, .ndjson" in text and ".gz/.zst" in text
     assert "Exit status" in text
 
 

@@ -9,6 +9,7 @@ second run with nothing new must change nothing.
 """
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -160,3 +161,58 @@ def test_in_place_and_incremental_a_compacted_session_is_not_read_again(compacte
     assert third.returncode == 0, third.stderr
     assert [r["id"] for r in read_jsonl(tmp_path / "three" / "manifest.jsonl")] == [SHORT]
 
+
+GATEWAY = "hermes-gateway-123"
+
+
+def _locked_copy(store, copy):
+    """A copy of the store whose long session a live Hermes gateway is compacting (its lock held)."""
+    copy.parent.mkdir(exist_ok=True)
+    shutil.copyfile(store, copy)
+    db = session_db(copy)
+    try:
+        assert db.try_acquire_compression_lock(LONG, GATEWAY, 3600)
+    finally:
+        db.close()
+    return copy
+
+
+def _listed_as_left_alone(run_dir):
+    """The long session's row says it was left as it is and by whom; nothing counts it compacted."""
+    row = {r["id"]: r for r in read_jsonl(run_dir / "manifest.jsonl")}[LONG]
+    assert row["status"] == "unchanged" and GATEWAY in row["noop_reason"], row
+    assert row["tokens_after"] == row["tokens_before"] and row["messages_after"] == row["messages_before"]
+    assert row["native"] == {"history": "archived", "rows_archived": 0, "rows_inserted": 0}
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["statuses"]["compacted"] == 0 and summary["tokens_after"] == summary["tokens_before"]
+    assert "state.db: 3 unchanged" in (run_dir / "cli.log").read_text()
+
+
+def test_a_locked_session_is_reported_as_left_alone_and_compacted_by_the_next_run(compacted, tmp_path):
+    """In place and incremental, while a live Hermes holds the long session's lock; then the lock released."""
+    _, store, _, _, ours = compacted
+    copy = _locked_copy(store, tmp_path / "home" / "state.db")
+    before = rows(copy)
+    args = (*SMALL, "output.native.store=in_place", f"output.dir={tmp_path / 'tree'}", "incremental=true")
+    first = run_cli(tmp_path / "one", f"input={copy}", *args)
+    assert first.returncode == 0, first.stderr
+    assert rows(copy) == before
+    _listed_as_left_alone(tmp_path / "one")
+    db = session_db(copy)
+    try:
+        db.release_compression_lock(LONG, GATEWAY)
+    finally:
+        db.close()
+    second = run_cli(tmp_path / "two", f"input={copy}", *args)
+    assert second.returncode == 0, second.stderr
+    status = {r["id"]: r["status"] for r in read_jsonl(tmp_path / "two" / "manifest.jsonl")}
+    assert status == {LONG: "compacted"}            # the others are done; the long one is compacted now
+    assert [_view(m) for m in resumed(copy, LONG)] == [_view(m) for m in ours[LONG] if m["role"] != "system"]
+
+
+def test_without_incremental_a_locked_session_is_not_counted_compacted(compacted, tmp_path):
+    _, store, _, _, _ = compacted
+    copy = _locked_copy(store, tmp_path / "state.db")
+    result = run_cli(tmp_path / "run", f"input={copy}", *SMALL, "output.native.store=in_place")
+    assert result.returncode == 0, result.stderr
+    _listed_as_left_alone(tmp_path / "run")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shlex
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -13,6 +14,7 @@ import zstandard
 
 from hermes_pipeline.input_files import BINARY, DOCUMENT, JSONL, TEXT, read_input, sniff
 from hermes_pipeline.jsonl import Rejected, Unparsed
+from hermes_pipeline.show import main as show_main
 from tests.helpers.env import CORPUS, REAL, TAU_BENCH, read_jsonl, run_cli, shared
 
 TAU_CORPUS = CORPUS / "tau-bench" / "gpt-4o-airline.jsonl"
@@ -234,3 +236,32 @@ def test_a_cut_short_archive_gives_its_lines_then_one_entry_saying_where(tmp_pat
     assert "could not be read past line" in rows[-1]["error"]
     out = gzip.decompress((tmp_path / "run" / "transcripts" / source.name).read_bytes())
     assert out == b"".join(TAU_BENCH.read_bytes().splitlines(keepends=True)[: len(rows) - 1])
+
+
+def test_home_paths_as_the_readme_gives_them_and_as_sh_passes_them(tmp_path, monkeypatch, capsys):
+    """`~` reaches the tool unexpanded when quoted, or from sh (cron): Hydra's grammar refuses it, the tool
+    expands it. The README's several-inputs line, run as written, with HOME a folder of the test's own."""
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    for folder in (home / ".codex" / "sessions", cwd / "archive"):
+        folder.mkdir(parents=True)
+        shutil.copy(TAU_BENCH, folder / "chats.jsonl")
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    line = next(l for l in readme.splitlines() if "several inputs (input.paths)" in l)
+    args = shlex.split(line.split("#")[0])
+    assert args[0] == "hermes-pipeline"
+    run = run_cli(tmp_path / "run", *args[1:], "quiet=true", env={"HOME": str(home)}, cwd=cwd)
+    assert run.returncode == 0, run.stderr
+    out = tmp_path / "run" / "transcripts"
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*.jsonl")) == ["archive/chats.jsonl",
+                                                                            "sessions/chats.jsonl"]
+    # as sh passes `input=~/...` on (no tilde expansion there), a glob, and output.dir
+    for n, spec in enumerate(("~/.codex/sessions", "'~/.codex/sessions'", "~/.codex/**/*.jsonl")):
+        alone = run_cli(tmp_path / f"alone{n}", f"input={spec}", f"output.dir=~/out{n}", "quiet=true",
+                        "model.context_length=4000", env={"HOME": str(home)}, cwd=cwd)
+        assert alone.returncode == 0, (spec, alone.stderr)
+        assert len(list((home / f"out{n}").rglob("chats.jsonl"))) == 1, spec
+    # hermes-pipeline-show finds a compacted conversation's output in that output.dir
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    row = next(r for r in read_jsonl(tmp_path / "alone0" / "manifest.jsonl") if r["status"] == "compacted")
+    assert show_main([str(tmp_path / "alone0"), row["id"], "--source", row["source"]]) == 0, capsys.readouterr().err

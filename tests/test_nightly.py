@@ -144,6 +144,19 @@ def test_another_input_than_the_tree_mirrors_is_refused_with_or_without_prune(ar
     assert tree_digest(archive / "out") == before
 
 
+def test_a_run_without_incremental_into_an_incremental_tree_is_refused(archive):
+    """Its outputs would land in the tree untracked: never reported, never pruned (a subfolder's or not)."""
+    assert nightly(archive, "1").returncode == 0
+    before = tree_digest(archive / "out")
+    for name, source in (("2", archive / "in"), ("3", archive / "in" / "claude-reliability")):
+        refused = run_cli(archive / "runs" / name, f"input={source}", f"output.dir={archive / 'out'}", *SETTINGS)
+        assert refused.returncode == 1, refused.stderr
+        assert "incremental state" in refused.stderr and "incremental=true" in refused.stderr
+        assert summary(archive, name)["exit_code"] == 1
+        assert tree_digest(archive / "out") == before
+    assert nightly(archive, "4").returncode == 0 and summary(archive, "4")["removed"]["files"] == []
+
+
 def test_an_archive_that_moved_is_accepted_when_said_so(archive):
     assert nightly(archive, "1").returncode == 0
     before = tree_digest(archive / "out")

@@ -69,3 +69,13 @@ def test_concurrent_threads_share_one_cache(tmp_path):
     assert errors == []
     assert len(cache) == 16 * 50
     cache.close()
+
+
+def test_a_home_path_is_expanded(tmp_path, monkeypatch):
+    """summarizer.cache.path=~/... reaches the cache unexpanded (the command line quotes a leading ~)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    cache = RequestCache("~/cache/requests.sqlite")
+    cache.put(request_key("anthropic", "m", REQUEST), {"text": "x"})
+    cache.close()
+    assert (tmp_path / "home" / "cache" / "requests.sqlite").is_file() and not (tmp_path / "~").exists()

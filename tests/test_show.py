@@ -14,7 +14,7 @@ from hermes_pipeline.formats import get_format
 from hermes_pipeline.show import read_conversations
 from hermes_pipeline.transcript import is_summary_message, message_text
 from tests.helpers.sessions import read_conversations as read_back
-from tests.helpers.env import REAL, read_jsonl, run_cli
+from tests.helpers.env import REAL, TAU_BENCH, read_jsonl, run_cli
 
 SHOW = Path(sys.executable).with_name("hermes-pipeline-show")     # the installed console script
 SMALL = ("model.context_length=4000", "compression.protect_last_n=4")
@@ -106,6 +106,16 @@ def test_an_unchanged_conversation_says_why_and_an_unknown_one_is_refused(runs, 
     missing = show(real, "no-such-conversation")
     assert missing.returncode == 1 and "no conversation 'no-such-conversation' in" in missing.stderr
     assert show(tmp_path, "x").returncode == 1                  # not a run folder
+
+
+def test_an_unknown_id_lists_a_quarantined_record_by_its_source(tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text("{not json\n")
+    (tmp_path / "in" / "b.jsonl").write_bytes(TAU_BENCH.read_bytes())
+    assert run_cli(tmp_path / "run", f"input={tmp_path / 'in'}").returncode == 2
+    missing = show(tmp_path / "run", "no-such-conversation")
+    assert missing.returncode == 1 and f"its ids: {tmp_path / 'in' / 'a.jsonl'}:1, airline-" in missing.stderr
+    assert "None" not in missing.stderr
 
 
 def test_show_and_the_main_command_start_without_rich():

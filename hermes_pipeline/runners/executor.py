@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from hermes_pipeline.formats.hermes_store.sink import LEFT, StoreSink
 from hermes_pipeline.formats.native import WriteOptions
 from hermes_pipeline.inputs import InputFile
 from hermes_pipeline.jsonl import Rejected, quarantine_row
 from hermes_pipeline.output_tree import OutputTree
 from hermes_pipeline.progress import Progress
-from hermes_pipeline.run_folder import RunFolder, RunTotals, problem_row, run_log
+from hermes_pipeline.run_folder import RunFolder, RunTotals, left_as_it_is, problem_row, run_log
 from hermes_pipeline.runners.compaction import Done, RecordOptions, compact_conversation, needs_engine
 from hermes_pipeline.runners.work_stream import FileEnd, FileSkipped, FileStart, FileWork, Reused, WorkStream, \
     reusable
@@ -139,17 +140,25 @@ class Executor:
             work.retry_later |= not reusable(Item(status, output, row, qrow))
 
     def _reuse(self, work: FileWork, key: str, found: Item) -> None:
-        if found.output:
-            work.sink.write(found.output)
-        self.state.seen(work.rel, key)
+        left = work.sink.write(found.output) if found.output else None
+        if left:      # a store's session still held by a live Hermes: forgotten, so the next run does it
+            work.retry_later = True
+        else:
+            self.state.seen(work.rel, key)
         self.totals.skipped_unchanged += 1
         self.totals.quarantined_earlier += found.status == "quarantined"
-        work.statuses["kept as last written"] += 1
+        work.statuses["left as it is" if left else "kept as last written"] += 1
 
     def _done(self, work: FileWork, key: str, done: Done) -> None:
         row = done.row
         self._commit(work, key, row["status"], done.data, row, done.quarantine)
-        if done.done_as is not None and self.state is not None:
+        store = isinstance(work.sink, StoreSink)
+        # a Hermes store's change is applied before it is listed: a live Hermes may hold the session
+        left = work.sink.write(done.data) if store and done.data else None
+        if left:      # not taken: listed as it is, and not done for the next run (not reusable)
+            row = left_as_it_is(row, left)
+            self._commit(work, key, LEFT, None, row, None)
+        elif done.done_as is not None and self.state is not None:
             # the next run reads the input as this one wrote it: nothing new there, nothing to do
             self.state.commit(work.rel, done.done_as, "unchanged", None, None, None)
         checkpoint("committed")
@@ -158,7 +167,7 @@ class Executor:
             run_log.warning("set aside (%s): %s", row["status"], row.get("error"))
         self._row(work, row)
         checkpoint("listed")
-        if done.data is not None:
+        if done.data is not None and not store:
             work.sink.write(done.data)
 
     def _quarantine(self, work: FileWork, key: str, item: Rejected) -> None:

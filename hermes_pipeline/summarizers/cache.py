@@ -30,7 +30,7 @@ class RequestCache:
     def __init__(self, path: str | Path | None = ".hermes-cache/requests.sqlite",
                  enabled: bool = True):
         self.enabled = bool(enabled and path)
-        self.path = Path(path) if path else None
+        self.path = Path(path).expanduser() if path else None
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         self.hits = 0

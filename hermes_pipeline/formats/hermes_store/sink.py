@@ -19,6 +19,7 @@ from hermes_pipeline.formats.hermes_store import store
 from hermes_pipeline.run_folder import run_log
 
 IN_PLACE = "in_place"
+LEFT = "left"       # the state's status of a session whose change was not applied: not reusable, done again
 
 
 class StoreSink:
@@ -41,9 +42,11 @@ class StoreSink:
             self.db = store.connect(self.source if self.in_place else self.temp)
         return self.db
 
-    def write(self, data: bytes) -> None:
-        """Apply the change lines of one conversation (none when it was left unchanged)."""
+    def write(self, data: bytes) -> str | None:
+        """Apply the change lines of one conversation (none when it was left unchanged); why a change was not
+        applied, or None: the run's records must say what the store holds (executor._done)."""
         db = self._open()
+        left = None
         for line in data.splitlines():
             change = json.loads(line)
             try:
@@ -52,7 +55,9 @@ class StoreSink:
                 outcome = f"left as it is: {busy}"
             if outcome != "compacted":
                 run_log.warning("%s: session %s %s", self.target, change["session_id"], outcome)
+                left = outcome
         self.written += 1
+        return left
 
     def finish(self, complete: bool) -> int | None:
         db = self._open()
