@@ -17,9 +17,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
-from hermes_pipeline.replay import Prices
+from hermes_pipeline.replay_bill import Prices
 from hermes_pipeline.summarizers.base import Summarizer, SummaryRequest, SummaryResult
 from hermes_pipeline.tokens import TokenCounter
 
@@ -95,17 +93,13 @@ class DryRunSummarizer(Summarizer):
             self.embedded.close()
 
 
-def dry_run_summarizer(cfg: DictConfig, configured: Summarizer) -> DryRunSummarizer:
+def dry_run_summarizer(configured: Summarizer, pricing: Pricing, tokenizer: str) -> DryRunSummarizer:
     """The configured summarizer checked as a run would (its model, its provider), except for the API
-    key: a dry run needs none. Batch pricing: `summarizer.batch.enabled`, false when absent."""
-    from hermes_pipeline.replay_run import summary_model_config
+    key: a dry run needs none."""
     if hasattr(configured, "require_api_key"):
         configured.require_api_key = False
     configured.check()
-    model = summary_model_config(cfg, getattr(configured, "model", None))
-    pricing = Pricing(Prices.of(model.prices), float(model.get("token_scale", 1.0) or 1.0),
-                      bool(OmegaConf.select(cfg, "summarizer.batch.enabled", default=False)))
-    return DryRunSummarizer(configured, pricing, str(cfg.model.tokenizer))
+    return DryRunSummarizer(configured, pricing, tokenizer)
 
 
 class Totals:
