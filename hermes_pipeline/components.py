@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from hermes_pipeline.config import ConfigError, validate
 from hermes_pipeline.config.files import model_config
-from hermes_pipeline.config.schema import ModelConfig
+from hermes_pipeline.config.schema import AnthropicSummarizerConfig, ModelConfig
 from hermes_pipeline.dry_run import Pricing, dry_run_summarizer
 from hermes_pipeline.engine.base import ContextEngine, EngineServices, StageTools
 from hermes_pipeline.engine.plan import Budgets, Settings, compute_budgets
@@ -255,7 +255,9 @@ def build(cfg: DictConfig, run_dir: Path | None = None) -> Run:
               dict(cfg.model.prices),
               # the summary calls at their own model's prices (the summarizer knows which)
               Prices.of(summary_model(cfg, getattr(summarizer, "model", None)).prices).to_dict(),
-              str(cfg.summarizer.get("cache_ttl") or "5m"), getattr(summarizer, "max_fallback_share", None))
+              # a summarizer with no cache marker of its own (extractive, openai): the schema's default TTL
+              str(cfg.summarizer.get("cache_ttl") or AnthropicSummarizerConfig.cache_ttl),
+              getattr(summarizer, "max_fallback_share", None))
     try:
         found = find_inputs(list(run.input_specs), exclude=[p for p in (run_dir, output.dir) if p],
                             output_dir=output.dir)

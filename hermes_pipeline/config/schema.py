@@ -9,7 +9,7 @@ runners) carry their values in `conf/<group>/*.yaml`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING as NO_DEFAULT, dataclass, field, fields
 from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING, OmegaConf
@@ -29,6 +29,14 @@ def opt(default: Any, help: str, range: tuple | None = None, choices: tuple | No
 def group(factory, help: str, output: bool | None = None):
     """A node of keys; `output` as in opt(), for every key below it that has no mark of its own."""
     return field(default_factory=factory, metadata={"help": help, "output": output})
+
+
+def filled(schema: type, given: dict | None) -> dict:
+    """`given` over the schema's defaults: the options a target reads, with no defaults of its own in code
+    (a direct caller, a test, may give only some)."""
+    defaults = {f.name: f.default if f.default is not NO_DEFAULT else f.default_factory() for f in fields(schema)
+                if f.default is not NO_DEFAULT or f.default_factory is not NO_DEFAULT}
+    return {**defaults, **(given or {})}
 
 
 @dataclass
@@ -194,8 +202,8 @@ class HermesConfig:
     prompt_caching: PromptCachingConfig = group(PromptCachingConfig, "Anthropic prompt caching markers", output=True)
     context: ContextConfig = group(ContextConfig, "the context engine (set by engine=NAME)")
     plugins: PluginsConfig = group(PluginsConfig, "plugin search path", output=False)
-    replay: ReplayConfig = group(ReplayConfig, "the live agent's bill per conversation (hermes_pipeline/replay.py)",
-                                 output=False)
+    replay: ReplayConfig = group(ReplayConfig, "the live agent's bill per conversation "
+                                               "(hermes_pipeline/replay_bill.py)", output=False)
     lcm: LCMConfig = group(LCMConfig, "the lossless engine (engine=lcm reads these as its context.options)")
     progress: str = opt("auto", "auto (bar on a terminal, log lines otherwise) | bar | log | none",
                         choices=("auto", "bar", "log", "none"), output=False)
@@ -291,6 +299,8 @@ class AnthropicSummarizerConfig(LLMSummarizerConfig):
 
 @dataclass
 class OpenAISummarizerConfig(LLMSummarizerConfig):
+    max_output_tokens: int = opt(16384, "ceiling for max_tokens (budget x 1.5 + 1024 is asked for)", minimum=256,
+                                 output=True)
     max_tokens_param: str = opt("max_tokens", "max_completion_tokens for OpenAI reasoning models",
                                 choices=("max_tokens", "max_completion_tokens"), output=True)
 
