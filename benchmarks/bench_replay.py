@@ -21,8 +21,8 @@ from pathlib import Path
 from hermes_pipeline.components import build
 from hermes_pipeline.formats import detect_format_in
 from hermes_pipeline.jsonl import Record, read_records
-from hermes_pipeline.replay import replay
-from hermes_pipeline.replay_run import settings_from_config
+from hermes_pipeline.replay_bill import replay
+from hermes_pipeline.components import replay_settings_from_config
 from tests.helpers.builders import compose_config
 from tests.helpers.env import LONG_SESSIONS as LONG
 REPEATS = 9
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     if not files:
         sys.exit(f"no long sessions under {LONG} (set HERMES_LONG_SESSIONS)")
     cfg = compose_config("input.path=.", "model.context_length=16000")
-    engine, settings = build(cfg).engine, settings_from_config(cfg)
+    engine, settings = build(cfg).engine, replay_settings_from_config(cfg)
     print(f"{'session':44} {'msgs':>5} {'compact s':>9} {'replay s':>9} {'ratio':>6}  compactions")
     total_compact = total_replay = 0.0
     longest = None

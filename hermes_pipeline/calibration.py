@@ -27,7 +27,7 @@ from pathlib import Path
 from hermes_pipeline.formats.anthropic import message_to_openai
 from hermes_pipeline.formats.claude_code import TALK, _merge
 from hermes_pipeline.jsonl import Record
-from hermes_pipeline.replay import Prices, ReplaySettings, replay
+from hermes_pipeline.replay_bill import Prices, ReplaySettings, replay
 from hermes_pipeline.tokens import TokenCounter
 
 KINDS = ("uncached", "write", "read")

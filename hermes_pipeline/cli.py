@@ -51,69 +51,65 @@ def _stop_on_signals(stop: threading.Event) -> None:
 
 
 def run(cfg: DictConfig, run_dir: Path) -> int:
+    """Build the run from the config (components.build, the only reader of it), run it, say how it ended."""
     from hermes_pipeline import components
-    from hermes_pipeline.console import print_table
-    from hermes_pipeline.inputs import find_inputs, input_specs
-    from hermes_pipeline.replay_run import settings_from_config as replay_settings, summary_prices
-    from hermes_pipeline.run_folder import RunFolder, run_log
-    from hermes_pipeline.formats.native import WriteOptions
-    from hermes_pipeline.runners.executor import Executor, RunOptions
-    from hermes_pipeline.state import OutputLocked
+    from hermes_pipeline.run_folder import RunFolder
     started = time.perf_counter()
     stop = threading.Event()
     _stop_on_signals(stop)
+    built = None
     try:
-        output_dir = components.output_dir(cfg)
-        dry = components.dry_run_enabled(cfg)
-        built = components.build(cfg, store_dir=(None if dry else output_dir) or run_dir)
-        found = find_inputs(input_specs(cfg), exclude=[p for p in (run_dir, output_dir) if p], output_dir=output_dir)
-        inputs = found.files
-        replay = replay_settings(cfg)
+        built = components.build(cfg, run_dir)
         folder = RunFolder(run_dir)
     except (ConfigError, SummarizerFatalError, ValueError) as error:
+        if built is not None:
+            built.close()
         print(f"hermes-pipeline: error: {error}", file=sys.stderr)
         _drop_unused(run_dir)
         return EXIT_CONFIG
+    return _run_built(built, folder, run_dir, stop, started)
+
+
+def _run_built(built, folder, run_dir: Path, stop: threading.Event, started: float) -> int:
+    """Log what the run reads, open its output, run the executor, write summary.json: the exit status."""
+    from hermes_pipeline.console import print_table
+    from hermes_pipeline.run_folder import run_log
+    from hermes_pipeline.runners.executor import Executor
+    from hermes_pipeline.state import OutputLocked
+    dry, inputs, found = built.dry_run, built.inputs.files, built.inputs
+    output_dir = built.output.dir
     run_log.info("hermes-pipeline %s: input %s (%d file(s), %.1f MB%s); engine %s, summarizer %s, runner %s; "
-                 "output %s%s", __version__, ", ".join(input_specs(cfg)), len(inputs),
+                 "output %s%s", __version__, ", ".join(built.input_specs), len(inputs),
                  sum(f.path.stat().st_size for f in inputs) / 1e6,
                  f"; {len(found.not_read)} not read, listed below" if found.not_read else "", built.resolved.name,
                  getattr(built.summarizer, "name", "?"),
                  (built.runner.describe() or getattr(built.runner, "name", "?")).removeprefix("runner: "),
                  "none (dry run)" if dry else output_dir or f"{run_dir}/transcripts",
-                 ", incremental" if cfg.incremental.enabled and not dry else "")
-    if dry and (output_dir or cfg.incremental.enabled):
+                 ", incremental" if built.output.incremental and not dry else "")
+    if dry and (output_dir or built.output.incremental):
         run_log.warning("dry run: output.dir and incremental are not used: every input is planned as by a "
                         "first run, nothing is written or locked there")
     for path, why in found.not_read:
         run_log.info("not read: %s: %s", path, why)
     try:
-        tree = components.output_tree(cfg, run_dir)
+        tree = built.output.open()
     except (OutputLocked, ConfigError) as error:    # said in summary.json too: the folder is not a crashed run
         code = EXIT_STOPPED if isinstance(error, OutputLocked) else EXIT_CONFIG
         run_log.error("%s", error)
         print(f"hermes-pipeline: {'' if code == EXIT_STOPPED else 'error: '}{error} (this run: {run_dir})",
               file=sys.stderr)
-        for part in (built.runner, built.engine, built.summarizer):
-            part.close()
+        built.close()
         folder.close()
         folder.write_summary({"status": "stopped", "stopped": str(error), "exit_code": code, "exit_reason": str(error),
                               "conversations": 0})
         return code
     if tree.moved_note:
         print(f"hermes-pipeline: warning: {tree.moved_note}", file=sys.stderr)
-    if not cfg.quiet:
+    if not built.quiet:
         _to_stdout(lambda: [print(line, flush=True) for line in (built.caching.status_line(), built.runner.describe(),
                                                                  DRY_RUN_LINE if dry else None) if line])
-    options = RunOptions(input_format=str(cfg.input.format), output_format=str(cfg.output.format),
-                         max_record_bytes=int(cfg.input.max_record_bytes),
-                         progress="none" if cfg.quiet else str(cfg.progress),
-                         engine_fallback=built.resolved.fallback, replay=replay,
-                         prune_removed=bool(cfg.incremental.prune),
-                         native=WriteOptions(history=str(cfg.output.native.history),
-                                             store=str(cfg.output.native.store)))
     from hermes_pipeline.runners.batch_pass import batch_first
-    executor = Executor(built.runner, folder, tree, options, stop,
+    executor = Executor(built.runner, folder, tree, built.options, stop,
                         first=batch_first(built.summarizer, built.engine, run_dir))
     try:
         totals = executor.run(inputs)
@@ -122,17 +118,13 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
         totals.interrupted = True
         folder.close()
     finally:
-        built.runner.close()
-        built.engine.close()
-        built.summarizer.close()
+        built.close()
     tree.close(totals.status)
-    summary = totals.summary(time.perf_counter() - started, dict(cfg.model.prices), built.caching.status_line(),
-                             cache_ttl=str(cfg.summarizer.get("cache_ttl") or "5m"),
-                             # the summary calls at their own model's prices (the summarizer knows which)
-                             summarizer_prices=summary_prices(cfg, getattr(built.summarizer, "model", None)).to_dict())
+    summary = totals.summary(time.perf_counter() - started, built.prices, built.caching.status_line(),
+                             cache_ttl=built.cache_ttl, summarizer_prices=built.summarizer_prices)
     if totals.interrupted:
         summary["stopped"] = f"interrupted by {' then '.join(dict.fromkeys(_signals)) or 'a signal'}"
-    code, why = exit_code(summary, getattr(built.summarizer, "max_fallback_share", None), run_dir)
+    code, why = exit_code(summary, built.max_fallback_share, run_dir)
     if dry:
         summary["dry_run"] = totals.would.to_dict(summary["tokens_before"], summary["tokens_after"])
     summary["exit_code"], summary["exit_reason"] = code, why
@@ -145,7 +137,7 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
                  f", of which {earlier} quarantined by an earlier run and still in the input" if earlier else "",
                  summary["wall_seconds"])
     _ignore_signals()
-    if not cfg.quiet:
+    if not built.quiet:
         _to_stdout(lambda: (print_table(summary), print(f"run folder: {run_dir}", flush=True)))
     if why:
         print(f"hermes-pipeline: {why}", file=sys.stderr)

@@ -17,9 +17,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
-from hermes_pipeline.replay import Prices
+from hermes_pipeline.replay_bill import Prices
 from hermes_pipeline.summarizers.base import Summarizer, SummaryRequest, SummaryResult
 from hermes_pipeline.tokens import TokenCounter
 
@@ -49,7 +47,8 @@ class DryRunSummarizer(Summarizer):
         self.configured, self.pricing = configured, pricing
         self.embedded = configured if isinstance(configured, ExtractiveSummarizer) else ExtractiveSummarizer()
         self.counter = TokenCounter(tokenizer)
-        self.calls_model = hasattr(configured, "_request")       # an LLM summarizer (summarizers/llm.py)
+        self.llm = getattr(configured, "model_summaries", None)    # an LLM summarizer's (summarizers/llm.py)
+        self.calls_model = self.llm is not None
         self.label = getattr(configured, "label", getattr(configured, "name", "extractive"))
         self._lock = threading.Lock()
 
@@ -64,10 +63,10 @@ class DryRunSummarizer(Summarizer):
         if not self.calls_model:
             return would
         from hermes_pipeline.summarizers import prompt as P
-        llm = self.configured
+        llm, calls = self.llm, self.llm.calls
         budget = int(request.budget_tokens)
         prompt = llm.user_prompt(llm.as_sent(request))      # digests and all: the very text it would send
-        if self._answered(llm, llm._cache_key(llm._request(prompt, llm._max_tokens(budget)))):
+        if self._answered(calls, calls._cache_key(calls._request(prompt, llm._max_tokens(budget)))):
             return {**would, "cached": 1}      # a rerun never pays twice
         scale = self.pricing.token_scale
         tokens_in = round((self.counter.count_text(P.INSTRUCTIONS) + self.counter.count_text(prompt)) * scale)
@@ -75,9 +74,9 @@ class DryRunSummarizer(Summarizer):
         return {**would, "llm_calls": 1, "input_tokens": tokens_in, "output_tokens": tokens_out,
                 "cost_usd": round(self.pricing.usd(tokens_in, tokens_out), 6)}
 
-    def _answered(self, llm: Any, key: str) -> bool:
+    def _answered(self, calls: Any, key: str) -> bool:
         """Whether the request cache holds this request, read without creating or writing it."""
-        cache = llm.cache
+        cache = calls.cache
         if not cache.enabled or cache.path is None or not cache.path.is_file():
             return False
         with self._lock:
@@ -95,17 +94,14 @@ class DryRunSummarizer(Summarizer):
             self.embedded.close()
 
 
-def dry_run_summarizer(cfg: DictConfig, configured: Summarizer) -> DryRunSummarizer:
+def dry_run_summarizer(configured: Summarizer, pricing: Pricing, tokenizer: str) -> DryRunSummarizer:
     """The configured summarizer checked as a run would (its model, its provider), except for the API
-    key: a dry run needs none. Batch pricing: `summarizer.batch.enabled`, false when absent."""
-    from hermes_pipeline.replay_run import summary_model_config
-    if hasattr(configured, "require_api_key"):
-        configured.require_api_key = False
+    key: a dry run needs none."""
+    calls = getattr(configured, "calls", None)      # an LLM summarizer's requests
+    if calls is not None:
+        calls.require_api_key = False
     configured.check()
-    model = summary_model_config(cfg, getattr(configured, "model", None))
-    pricing = Pricing(Prices.of(model.prices), float(model.get("token_scale", 1.0) or 1.0),
-                      bool(OmegaConf.select(cfg, "summarizer.batch.enabled", default=False)))
-    return DryRunSummarizer(configured, pricing, str(cfg.model.tokenizer))
+    return DryRunSummarizer(configured, pricing, tokenizer)
 
 
 class Totals:

@@ -21,7 +21,7 @@ from hermes_pipeline import dry_run
 from hermes_pipeline.config import ConfigError
 from hermes_pipeline.engine.base import Outcome
 from hermes_pipeline.jsonl import JsonlLog, Rejected
-from hermes_pipeline.replay_run import BATCH_PRICE, ReplayTotals
+from hermes_pipeline.replay_manifest import BATCH_PRICE, ReplayTotals
 from hermes_pipeline.transcript import Conversation
 
 INCOMPLETE = "INCOMPLETE"

@@ -29,11 +29,6 @@ from hermes_pipeline import __version__
 
 STATE_DIR = ".hermes"
 STATE_FILE = "state.sqlite"
-# Keys that cannot change what is written: where things are, how fast, how loud.
-RUNTIME_ONLY = ("input.path", "output.dir", "incremental", "progress", "quiet", "runner", "replay", "plugins",
-                "input.paths", "summarizer.cache", "summarizer.max_in_flight", "summarizer.retry", "summarizer.breaker",
-                "summarizer.max_fallback_share", "summarizer.stop_on_auth_error", "summarizer.api_key_env",
-                "summarizer.require_api_key", "context.options.store", "lcm.store", "summarizer.batch")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -50,9 +45,11 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 
 
 def config_fingerprint(cfg: DictConfig) -> str:
-    """A digest of everything that decides the output bytes (and the code that writes them)."""
+    """A digest of everything that decides the output bytes (and the code that writes them): the config
+    without the keys the schema marks as not changing the output (config/output_keys.py)."""
+    from hermes_pipeline.config.output_keys import runtime_keys
     container = OmegaConf.to_container(cfg, resolve=True)
-    for key in RUNTIME_ONLY:
+    for key in runtime_keys(cfg):
         node, parts = container, key.split(".")
         for part in parts[:-1]:
             node = node.get(part) if isinstance(node, dict) else None

@@ -7,7 +7,7 @@ folder: `.hydra/overrides.yaml` (the settings), `summary.json` (the figures),
 `transcripts/` (a digest, to flag points whose outputs are identical).
 
 Axes: cost = the replayed bill with compaction (summary.json `replay.cost_usd`,
-hermes_pipeline/replay.py); quality = the quality score averaged over every
+hermes_pipeline/replay_bill.py); quality = the quality score averaged over every
 conversation of the point, a conversation left whole counting 1.0 (nothing of
 it was lost), when the runs have quality scores; else the share of tokens kept
 (tokens_after / tokens_before): a proxy, more kept is less lost. So a point

@@ -3,7 +3,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from hermes_pipeline.calibration import calibrate, load_log
-from hermes_pipeline.replay import Prices
+from hermes_pipeline.replay_bill import Prices
 from tests.helpers.env import CORPUS, LONG_SESSIONS, ROOT
 
 LOGS = [CORPUS / "claude-code-viewer", CORPUS / "claude-reliability", LONG_SESSIONS / "vsla-claude-sessions"]

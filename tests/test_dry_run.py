@@ -108,7 +108,6 @@ def test_batch_pricing_is_read_from_summarizer_batch_enabled_and_false_without_i
     from hermes_pipeline.components import build_summarizer
     from hermes_pipeline.config.files import config_dir
     from hermes_pipeline.config.schema import register
-    from hermes_pipeline.dry_run import dry_run_summarizer
     from hydra import compose, initialize_config_dir
     register()
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
@@ -116,11 +115,12 @@ def test_batch_pricing_is_read_from_summarizer_batch_enabled_and_false_without_i
     plain = build_summarizer(cfg)
     OmegaConf.set_struct(cfg, False)
     cfg.summarizer.batch = {"enabled": True}       # the key the batch APIs add (its summarizer takes it then)
-    batch = dry_run_summarizer(cfg, plain.configured)
+    batch = build_summarizer(cfg)
     assert (plain.pricing.batch, batch.pricing.batch) == (False, True)
     assert batch.pricing.usd(1_000_000, 100_000) == pytest.approx(plain.pricing.usd(1_000_000, 100_000) / 2)
     assert plain.pricing.usd(1_000_000, 100_000) == pytest.approx(3.00 + 1.50)     # Sonnet 4.5: $3 in, $15 out
     plain.close()
+    batch.close()
 
 
 def test_on_the_shared_corpus_a_dry_run_predicts_a_real_runs_tokens_within_5_percent(tmp_path):

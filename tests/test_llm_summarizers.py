@@ -161,7 +161,7 @@ def test_openai_max_completion_tokens_option(make, fake):
 def test_model_defaults_to_the_runs_model_of_the_same_provider():
     summarizer = OpenAISummarizer(model_cfg={"name": "gpt-4o"}, aux_cfg={"model": None}, cache={"enabled": False},
                                   default_model="gpt-4.1-mini")
-    assert summarizer.model == "gpt-4o" and summarizer.key_env == "OPENAI_API_KEY"
+    assert summarizer.model == "gpt-4o" and summarizer.calls.key_env == "OPENAI_API_KEY"
     claude_run = OpenAISummarizer(model_cfg={"name": "claude-sonnet-4-5"}, cache={"enabled": False},
                                   default_model="gpt-4.1-mini")
     assert claude_run.model == "gpt-4.1-mini"          # never a Claude model to the OpenAI endpoint
@@ -174,7 +174,7 @@ def test_model_defaults_to_the_runs_model_of_the_same_provider():
     with pytest.raises(TypeError):                      # a typo in an option is refused, not ignored
         OpenAISummarizer(model_cfg={"name": "gpt-4o"}, cache={"enabled": False}, unknown_option="x")
     router = OpenAISummarizer(model_cfg={"name": "x"}, aux_cfg={"provider": "openrouter"}, cache={"enabled": False})
-    assert router.base_url == "https://openrouter.ai/api/v1" and router.key_env == "OPENROUTER_API_KEY"
+    assert router.calls.base_url == "https://openrouter.ai/api/v1" and router.calls.key_env == "OPENROUTER_API_KEY"
 
 
 def test_input_is_redacted_and_thinking_stripped(make, fake):
@@ -287,10 +287,10 @@ def test_status_classification(provider, status, kind):
     summarizer = cls(model_cfg={"name": "m"}, cache={"enabled": False})
     response = httpx2.Response(status, request=httpx2.Request("POST", "http://127.0.0.1/x"))
     error = sdk.APIStatusError("boom", response=response, body={"error": {"type": "x", "message": "boom"}})
-    assert summarizer._classify(error) == kind
+    assert summarizer.calls._classify(error) == kind
     quota = sdk.APIStatusError("q", response=httpx2.Response(429, request=response.request),
                                body={"error": {"code": "insufficient_quota", "message": "quota"}})
-    assert summarizer._classify(quota) == "fatal"
+    assert summarizer.calls._classify(quota) == "fatal"
 
 
 # ---- context length: split, summarize the parts, merge -------------------------
@@ -341,7 +341,7 @@ def test_auth_and_quota_errors_stop_the_run(make, fake, caplog, provider, fault)
     with pytest.raises(SummarizerFatalError) as raised:
         summarizer.summarize(request())
     assert fake.request_count == 1   # not retried
-    assert summarizer.key_env in str(raised.value)
+    assert summarizer.calls.key_env in str(raised.value)
     with pytest.raises(SummarizerFatalError):   # later conversations don't call the model again
         summarizer.summarize(request("other"))
     assert fake.request_count == 1
@@ -500,7 +500,7 @@ def test_weather_does_not_open_the_circuit(make, fake, provider):
     results = [summarizer.summarize(request(x)) for x in "abcd"]
     assert [r.fallback is None for r in results] == [True, True, False, True]
     assert "429" in results[2].fallback and "circuit" not in results[2].fallback
-    assert fake.request_count == 10 and summarizer._circuit_open is None
+    assert fake.request_count == 10 and summarizer.calls._circuit_open is None
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -508,17 +508,18 @@ def test_a_context_length_error_is_split_even_when_the_circuit_is_open(make, fak
     """Other conversations' failures open the circuit between this one's 400 and its split: the split
     answers the 400 (the endpoint did answer), so it goes ahead; the next conversation is refused."""
     summarizer = make(provider)
-    send = summarizer._send
+    calls = summarizer.calls       # its requests: the provider's _send is replaced below
+    send = calls._send
 
     async def opened_by_others_after_a_400(params):
         try:
             return await send(params)
         except Exception as exc:
-            if summarizer._classify(exc) == "too_long":
-                summarizer._circuit_open = "circuit open (other conversations' calls failed)"
+            if calls._classify(exc) == "too_long":
+                calls._circuit_open = "circuit open (other conversations' calls failed)"
             raise
 
-    summarizer._send = opened_by_others_after_a_400
+    calls._send = opened_by_others_after_a_400
     fake.script([context_length()])
     long = summarizer.summarize(request("long"))
     assert long.fallback.startswith("split-merged:") and long.calls == 4    # whole, two parts, the merge

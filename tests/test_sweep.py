@@ -172,8 +172,8 @@ def test_report_command_says_so_when_there_is_nothing_to_report(tmp_path):
 def test_manifest_replay_is_the_replay_of_the_stored_conversation(grid):
     """The run loop hands the engine's counts to the replay: the same figures as replaying directly."""
     from omegaconf import OmegaConf
-    from hermes_pipeline.replay import replay
-    from hermes_pipeline.replay_run import settings_from_config
+    from hermes_pipeline.replay_bill import replay
+    from hermes_pipeline.components import replay_settings_from_config as settings_from_config
     from hermes_pipeline.tokens import TokenCounter
     cfg = OmegaConf.load(grid / "1" / ".hydra" / "config.yaml")
     settings = settings_from_config(cfg)

@@ -9,35 +9,46 @@ runners) carry their values in `conf/<group>/*.yaml`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING as NO_DEFAULT, dataclass, field, fields
 from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING, OmegaConf
 
 
 def opt(default: Any, help: str, range: tuple | None = None, choices: tuple | None = None,
-        minimum: float | None = None, fixed: bool = False):
-    """A config field: default plus what --help and validation need."""
-    meta = {"help": help, "range": range, "choices": choices, "minimum": minimum, "fixed": fixed}
+        minimum: float | None = None, fixed: bool = False, output: bool | None = None, **marks: Any):
+    """A config field: default plus what --help and validation need. `output`: whether the key can change
+    what a run writes (False: where, how fast, how loud; None: as its parent), see config/output_keys.py."""
+    meta = {"help": help, "range": range, "choices": choices, "minimum": minimum, "fixed": fixed, "output": output,
+            **marks}
     if isinstance(default, (dict, list)):
         return field(default_factory=lambda: type(default)(default), metadata=meta)
     return field(default=default, metadata=meta)
 
 
-def group(factory, help: str):
-    return field(default_factory=factory, metadata={"help": help})
+def group(factory, help: str, output: bool | None = None):
+    """A node of keys; `output` as in opt(), for every key below it that has no mark of its own."""
+    return field(default_factory=factory, metadata={"help": help, "output": output})
+
+
+def filled(schema: type, given: dict | None) -> dict:
+    """`given` over the schema's defaults: the options a target reads, with no defaults of its own in code
+    (a direct caller, a test, may give only some)."""
+    defaults = {f.name: f.default if f.default is not NO_DEFAULT else f.default_factory() for f in fields(schema)
+                if f.default is not NO_DEFAULT or f.default_factory is not NO_DEFAULT}
+    return {**defaults, **(given or {})}
 
 
 @dataclass
 class InputConfig:
     path: Optional[str] = opt(None, "file, directory (its transcripts: .jsonl/.json/.ndjson, .gz/.zst too) or "
-                                    "quoted glob; `input=X` is short for `input.path=X`")
+                                    "quoted glob; `input=X` is short for `input.path=X`", output=False)
     format: str = opt("auto", "transcript format, detected per file by default",
-                      choices=("auto", "openai", "anthropic", "sharegpt", "claude-code", "pi", "codex"))
+                      choices=("auto", "openai", "anthropic", "sharegpt", "claude-code", "pi", "codex"), output=True)
     max_record_bytes: int = opt(64 << 20, "a longer input line goes to the quarantine (memory stays bounded)",
-                                minimum=1024)
+                                minimum=1024, output=True)
     paths: List[str] = opt([], "several inputs, each mirrored under its own folder name: input.paths=[a,b] "
-                               "(`input=[a,b]` is short for it)")
+                               "(`input=[a,b]` is short for it)", output=False)
 
 
 @dataclass
@@ -56,10 +67,11 @@ class NativeOutputConfig:
 class OutputConfig:
     format: str = opt("same", "output format: the input's own (`same`: Claude Code and pi sessions as their agent "
                               "compacts them) or a format name",
-                      choices=("same", "openai", "anthropic", "sharegpt", "claude-code", "pi", "hermes-store"))
+                      choices=("same", "openai", "anthropic", "sharegpt", "claude-code", "pi", "hermes-store"),
+                      output=True)
     dir: Optional[str] = opt(None, "a persistent output tree mirroring the input layout (null: the run "
-                                   "folder's transcripts/); one run at a time")
-    native: NativeOutputConfig = group(NativeOutputConfig, "the agents' own session formats")
+                                   "folder's transcripts/); one run at a time", output=False)
+    native: NativeOutputConfig = group(NativeOutputConfig, "the agents' own session formats", output=True)
 
 
 @dataclass
@@ -125,14 +137,16 @@ class PromptCachingConfig:
 @dataclass
 class ContextConfig:
     engine: str = opt("compressor", "context engine by name: compressor (built in), hermes (the Hermes agent's "
-                                    "own compressor: the [hermes] extra), lcm, or a plugin (ours or Hermes')")
-    options: Dict[str, Any] = opt({}, "the engine's own options (each engine gets only this node)")
+                                    "own compressor: the [hermes] extra), lcm, or a plugin (ours or Hermes')",
+                 output=True)
+    options: Dict[str, Any] = opt({}, "the engine's own options (each engine gets only this node)", output=True,
+                                  runtime_options=("store",))    # lcm's store: where the originals go
 
 
 @dataclass
 class LCMConfig:
     store: Optional[str] = opt(None, "SQLite file of the originals (null: <run folder>/lcm.sqlite); give the same "
-                                     "file to every run so pointers from earlier runs stay expandable")
+                                     "file to every run so pointers from earlier runs stay expandable", output=False)
 
 
 @dataclass
@@ -179,32 +193,35 @@ class HermesConfig:
     """The composed run configuration (conf/config.yaml on top of this)."""
     input: InputConfig = group(InputConfig, "what to read")
     output: OutputConfig = group(OutputConfig, "how to write")
-    incremental: IncrementalConfig = group(IncrementalConfig, "nightly maintenance of a persistent output tree")
-    compression: CompressionConfig = group(CompressionConfig, "the agent layer: when and how a conversation is compacted")
-    hygiene: HygieneConfig = group(HygieneConfig, "the safety net: compaction by recorded usage")
-    auxiliary: AuxiliaryConfig = group(AuxiliaryConfig, "auxiliary models")
-    prompt_caching: PromptCachingConfig = group(PromptCachingConfig, "Anthropic prompt caching markers")
+    incremental: IncrementalConfig = group(IncrementalConfig, "nightly maintenance of a persistent output tree",
+                                           output=False)
+    compression: CompressionConfig = group(CompressionConfig, "the agent layer: when and how a conversation is compacted",
+                                           output=True)
+    hygiene: HygieneConfig = group(HygieneConfig, "the safety net: compaction by recorded usage", output=True)
+    auxiliary: AuxiliaryConfig = group(AuxiliaryConfig, "auxiliary models", output=True)
+    prompt_caching: PromptCachingConfig = group(PromptCachingConfig, "Anthropic prompt caching markers", output=True)
     context: ContextConfig = group(ContextConfig, "the context engine (set by engine=NAME)")
-    plugins: PluginsConfig = group(PluginsConfig, "plugin search path")
-    replay: ReplayConfig = group(ReplayConfig, "the live agent's bill per conversation (hermes_pipeline/replay.py)")
+    plugins: PluginsConfig = group(PluginsConfig, "plugin search path", output=False)
+    replay: ReplayConfig = group(ReplayConfig, "the live agent's bill per conversation "
+                                               "(hermes_pipeline/replay_bill.py)", output=False)
     lcm: LCMConfig = group(LCMConfig, "the lossless engine (engine=lcm reads these as its context.options)")
     progress: str = opt("auto", "auto (bar on a terminal, log lines otherwise) | bar | log | none",
-                        choices=("auto", "bar", "log", "none"))
-    quiet: bool = opt(False, "print nothing but errors (no results table)")
-    model: ModelConfig = group(ModelConfig, "model=NAME: conf/model/")
+                        choices=("auto", "bar", "log", "none"), output=False)
+    quiet: bool = opt(False, "print nothing but errors (no results table)", output=False)
+    model: ModelConfig = group(ModelConfig, "model=NAME: conf/model/", output=True)
     summarizer: Any = opt(MISSING, "summarizer=NAME: conf/summarizer/")
-    pipeline: Any = opt(MISSING, "pipeline=NAME: conf/pipeline/")
-    runner: Any = opt(MISSING, "runner=NAME: conf/runner/")
+    pipeline: Any = opt(MISSING, "pipeline=NAME: conf/pipeline/", output=True)
+    runner: Any = opt(MISSING, "runner=NAME: conf/runner/", output=False)
     dry_run: bool = opt(False, "read, plan and score with the embedded summarizer; write the manifest with what a "
                                "run would do (tokens before/after, LLM calls, estimated cost at the configured "
-                               "prices) and no transcripts; call no model, need no API key")
+                               "prices) and no transcripts; call no model, need no API key", output=True)
 
 
 # -- the options of each group's targets -----------------------------------------------
 
 @dataclass
 class ExtractiveSummarizerConfig:
-    name: str = opt("extractive", "label in the manifest")
+    name: str = opt("extractive", "label in the manifest", output=True)
 
 
 @dataclass
@@ -249,38 +266,43 @@ class BatchConfig:
 
 @dataclass
 class LLMSummarizerConfig:
-    name: str = opt(MISSING, "label in the manifest")
+    name: str = opt(MISSING, "label in the manifest", output=True)
     default_model: str = opt(MISSING, "the model used when neither auxiliary.compression.model nor a run model "
-                                      "of this provider is given")
-    api_key_env: Optional[str] = opt(None, "environment variable holding the key (null: the provider's usual one)")
-    require_api_key: bool = opt(True, "false for a local endpoint that needs no key")
-    stop_on_auth_error: bool = opt(True, "401/403/no credit stops the run; false = fall back per conversation")
-    max_in_flight: int = opt(8, "requests in flight at once, shared by all runner threads", minimum=1)
-    max_output_tokens: int = opt(32000, "ceiling for max_tokens (budget x 1.5 + 1024 is asked for)", minimum=256)
+                                      "of this provider is given", output=True)
+    api_key_env: Optional[str] = opt(None, "environment variable holding the key (null: the provider's usual one)",
+                                     output=False)
+    require_api_key: bool = opt(True, "false for a local endpoint that needs no key", output=False)
+    stop_on_auth_error: bool = opt(True, "401/403/no credit stops the run; false = fall back per conversation",
+                                   output=False)
+    max_in_flight: int = opt(8, "requests in flight at once, shared by all runner threads", minimum=1, output=False)
+    max_output_tokens: int = opt(32000, "ceiling for max_tokens (budget x 1.5 + 1024 is asked for)", minimum=256,
+                                 output=True)
     max_input_chars: int = opt(160000, "a longer rendered middle keeps its oldest 45% and newest 55%",
-                               minimum=1000)
-    retry: RetryConfig = group(RetryConfig, "retries (tenacity) on every call")
-    split: SplitConfig = group(SplitConfig, "input too long for the model")
-    cache: CacheConfig = group(CacheConfig, "request cache")
-    breaker: BreakerConfig = group(BreakerConfig, "circuit breaker for a dead endpoint")
+                               minimum=1000, output=True)
+    retry: RetryConfig = group(RetryConfig, "retries (tenacity) on every call", output=False)
+    split: SplitConfig = group(SplitConfig, "input too long for the model", output=True)
+    cache: CacheConfig = group(CacheConfig, "request cache", output=False)
+    breaker: BreakerConfig = group(BreakerConfig, "circuit breaker for a dead endpoint", output=False)
     max_fallback_share: float = opt(0.2, "more compacted conversations than this share falling back to the "
                                          "embedded summarizer makes the run exit 4 (summarizer unhealthy)",
-                                    range=(0.0, 1.0))
-    batch: BatchConfig = group(BatchConfig, "batch APIs: half price, answers within hours")
+                                    range=(0.0, 1.0), output=False)
+    batch: BatchConfig = group(BatchConfig, "batch APIs: half price, answers within hours", output=False)
     input: str = opt("digest", "what the model reads of the middle: digest (a long tool output as its call, exit "
                                "status, error lines, identifiers, first and last lines) | full (every output, capped)",
-                     choices=("digest", "full"))
+                     choices=("digest", "full"), output=True)
 
 
 @dataclass
 class AnthropicSummarizerConfig(LLMSummarizerConfig):
-    cache_ttl: str = opt("5m", "TTL of the cache marker on the instruction block", choices=("5m", "1h"))
+    cache_ttl: str = opt("5m", "TTL of the cache marker on the instruction block", choices=("5m", "1h"), output=True)
 
 
 @dataclass
 class OpenAISummarizerConfig(LLMSummarizerConfig):
+    max_output_tokens: int = opt(16384, "ceiling for max_tokens (budget x 1.5 + 1024 is asked for)", minimum=256,
+                                 output=True)
     max_tokens_param: str = opt("max_tokens", "max_completion_tokens for OpenAI reasoning models",
-                                choices=("max_tokens", "max_completion_tokens"))
+                                choices=("max_tokens", "max_completion_tokens"), output=True)
 
 
 @dataclass

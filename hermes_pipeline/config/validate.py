@@ -31,7 +31,7 @@ def schema_fields(schema: type) -> dict[str, dataclasses.Field]:
     return {f.name: f for f in dataclasses.fields(schema)}
 
 
-def _field_type(f: dataclasses.Field) -> Any:
+def field_schema(f: dataclasses.Field) -> Any:
     """The dataclass a field holds, or None for a leaf."""
     kind = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
     return type(kind) if kind is not None and dataclasses.is_dataclass(kind) else None
@@ -40,7 +40,7 @@ def _field_type(f: dataclasses.Field) -> Any:
 def leaf_keys(schema: type, prefix: str = "") -> Iterator[tuple[str, dataclasses.Field]]:
     """(dotted key, field) of every leaf of a schema."""
     for name, f in schema_fields(schema).items():
-        inner = _field_type(f)
+        inner = field_schema(f)
         if inner is not None:
             yield from leaf_keys(inner, f"{prefix}{name}.")
         else:
@@ -105,7 +105,7 @@ def check_node(node: Any, schema: type, prefix: str) -> None:
     for name, f in fields.items():
         if name not in node or f"{prefix}{name}" in FREE_NODES + GROUP_NODES:
             continue
-        inner = _field_type(f)
+        inner = field_schema(f)
         if inner is not None:
             check_node(node[name], inner, f"{prefix}{name}.")
         elif not OmegaConf.is_missing(node, name):

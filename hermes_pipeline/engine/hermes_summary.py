@@ -18,11 +18,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import replace
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from hermes_pipeline.stages.summarize import embedded_fallback
 from hermes_pipeline.summarizers.base import Summarizer, SummarizerFatalError, SummaryRequest, SummaryResult
 from hermes_pipeline.summarizers.cache import request_key
 from hermes_pipeline.summarizers.llm_calls import Tally
@@ -48,16 +46,17 @@ class EndpointAnswer:
     """Hermes' prompt, unchanged, to the endpoint and model of the run's LLM summarizer."""
 
     def __init__(self, summarizer: Summarizer):
-        s = summarizer
+        s = summarizer.calls       # the LLM summarizer's requests: its endpoint, model, key and settings
         self.provider, self.base_url, self.model, self.label = s.provider, s.base_url, s.model, s.label
         self.key_env, self.timeout, self.attempts = s.key_env, s.timeout, s.attempts
         self.max_output_tokens, self.max_retry_after = s.max_output_tokens, s.max_retry_after
-        self.stop_on_auth_error, self.cache = s.stop_on_auth_error, s.cache
+        self.stop_on_auth_error, self.cache = summarizer.model_summaries.stop_on_auth_error, s.cache
         self.breaker_limit = s.breaker_limit
         self._backoff = wait_exponential_jitter(initial=s.initial_backoff, max=s.max_backoff, jitter=s.initial_backoff)
         self._lock = threading.Lock()
         self._client = None
         self._down_in_a_row = 0     # requests that found the endpoint down, in a row: at the limit, no more
+        self.fallback = summarizer    # an LLMSummarizer: it falls back (summarizers/fallback.py)
 
     def _sdk(self):
         if self.provider == "anthropic":
@@ -151,13 +150,14 @@ class EndpointAnswer:
             log.log(logging.DEBUG if isinstance(error, CircuitOpen) else logging.WARNING,   # said once, when it opened
                     "%s: Hermes' summary request failed (%s); the embedded summarizer answers",
                     request.conversation_id, why)
-            result = embedded_fallback(request, f"{self.label}: {why}; used the embedded extractive summary", None)
-            return replace(result, usage=tally.usage, calls=tally.calls, retries=tally.retries)
+            return self.fallback.fall_back(request, f"{self.label}: {why}; used the embedded extractive summary",
+                                           SummaryResult("", self.label, usage=tally.usage, calls=tally.calls,
+                                                         retries=tally.retries))
         return SummaryResult(text=text, summarizer=self.label, usage=tally.usage, calls=tally.calls,
                              retries=tally.retries, cached=cached)
 
 
 def summary_answer(summarizer: Summarizer) -> SummarizerAnswer | EndpointAnswer:
-    if getattr(summarizer, "provider", None) in LLM_PROVIDERS:
+    if getattr(getattr(summarizer, "calls", None), "provider", None) in LLM_PROVIDERS:
         return EndpointAnswer(summarizer)
     return SummarizerAnswer(summarizer)

@@ -50,22 +50,24 @@ def ledger_for(tree, run_dir: Path) -> Ledger:
 
 def batch_first(summarizer, engine, run_dir: Path):
     """The executor's hook that runs the batches before the run proper, or None when batches are off."""
-    if not getattr(summarizer, "batch_enabled", False):
+    calls = getattr(summarizer, "calls", None)      # an LLM summarizer's requests (summarizers/llm_calls.py)
+    if not getattr(calls, "batch_enabled", False):
         return None
 
     def run(inputs, tree, options, stop: threading.Event) -> None:
         def gather() -> dict[str, dict]:
-            return needed_requests(summarizer, engine, inputs, tree, options, stop)
-        batches = BatchRun(summarizer, ledger_for(tree, run_dir), stop)
+            return needed_requests(calls, engine, inputs, tree, options, stop)
+        batches = BatchRun(calls, ledger_for(tree, run_dir), stop)
         batches.run(gather)
-        log.info("%s: batches answered %d of the %d request(s) sent; the run proper follows", summarizer.label,
+        log.info("%s: batches answered %d of the %d request(s) sent; the run proper follows", calls.label,
                  batches.delivered, batches.submitted)
     return run
 
 
-def needed_requests(summarizer, engine, inputs, tree, options, stop: threading.Event) -> dict[str, dict]:
-    """Cache key -> request of every summary request the conversations need that nothing answers yet."""
-    summarizer.start_gathering()
+def needed_requests(calls, engine, inputs, tree, options, stop: threading.Event) -> dict[str, dict]:
+    """Cache key -> request of every summary request the conversations need that nothing answers yet
+    (`calls`: the LLM summarizer's requests, which write them down instead of sending them)."""
+    calls.start_gathering()
     try:
         for item in WorkStream(inputs, _ReadOnlyTree(tree), options, stop, _NoProgress()):
             if isinstance(item, Deferred):
@@ -81,5 +83,5 @@ def needed_requests(summarizer, engine, inputs, tree, options, stop: threading.E
             except Exception as error:    # the run proper meets it again, and records it
                 log.debug("first pass: %s: %s: %s", item.source, type(error).__name__, error)
     finally:
-        gathered = summarizer.stop_gathering()
+        gathered = calls.stop_gathering()
     return gathered

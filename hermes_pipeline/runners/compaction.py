@@ -15,7 +15,7 @@ from hermes_pipeline.engine.base import ContextEngine
 from hermes_pipeline.formats import get_format
 from hermes_pipeline.formats.native import WriteOptions, Written
 from hermes_pipeline.jsonl import dumps, encode_lines, raw_for_quarantine
-from hermes_pipeline.replay_run import replay_for_conversation
+from hermes_pipeline.replay_manifest import replay_for_conversation
 from hermes_pipeline.repair import repair_tool_pairing
 from hermes_pipeline.run_folder import conversation_row, problem_row
 from hermes_pipeline.runners.work_stream import Deferred, output_format

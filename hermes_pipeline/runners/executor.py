@@ -39,7 +39,7 @@ class RunOptions:
     max_record_bytes: int = 64 << 20
     progress: str = "auto"
     engine_fallback: str | None = None   # why the configured engine is not the one running
-    replay: Any = None                   # ReplaySettings: each row gets the live agent's bill (replay_run.py)
+    replay: Any = None                   # ReplaySettings: each row gets the live agent's bill (replay_manifest.py)
     prune_removed: bool = False          # incremental.prune: delete outputs whose input is gone
     native: WriteOptions = WriteOptions()   # output.native: how agents' own session formats are written
 

@@ -3,37 +3,26 @@
 The configured summarizer gets the unpruned middle (and an earlier summary to
 update, if the transcript has one). Whatever it returns is cleaned at this one
 boundary: reasoning blocks stripped, secrets redacted. A failing or empty
-summary falls back to the embedded summarizer; the middle is never dropped
-without a summary (REFERENCE §13). A model's summary is checked against the
-artifact trail of the middle (files changed, last errors) and gets an
-"Artifact Trail" section naming what it left out, within its budget.
+summary falls back to the embedded summarizer (summarizers/fallback.py); the
+middle is never dropped without a summary (REFERENCE §13). A model's summary
+is checked against the artifact trail of the middle (files changed, last
+errors) and gets an "Artifact Trail" section naming what it left out, within
+its budget.
 """
 from __future__ import annotations
 
-import logging
 from collections import Counter
 
 from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import Plan
 from hermes_pipeline.stages.base import Draft, Stage, probes_of
-from hermes_pipeline.summarizers.base import SummarizerFatalError, SummaryRequest, SummaryResult
+from hermes_pipeline.summarizers.base import SummaryRequest
+from hermes_pipeline.summarizers.fallback import with_fallback
 from hermes_pipeline.summarizers.redact import redact_secrets, strip_think
 from hermes_pipeline.summarizers.trail import artifact_trail_patch
 from hermes_pipeline.transcript import is_summary_message
 
-log = logging.getLogger(__name__)
 EXTRACTIVE = "extractive"    # the embedded summarizer: it writes the artifact trail itself
-
-
-def embedded_fallback(request: SummaryRequest, why: str, failed: SummaryResult | None) -> SummaryResult:
-    from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
-    result = ExtractiveSummarizer().summarize(request)
-    result.fallback = why
-    if failed is not None:
-        result.usage, result.calls, result.retries = failed.usage, failed.calls, failed.retries
-    return result
-
-
 TRAIL_ROOM = 0.20    # share of the summary budget the Artifact Trail may add to a model summary that filled it
 
 
@@ -55,17 +44,8 @@ class SummarizeStage(Stage):
             span=(plan.head_end, plan.tail_start),
             probes=probes,
         )
-        try:
-            result = tools.summarizer.summarize(request)
-        except SummarizerFatalError:
-            raise
-        except Exception as error:   # any summarizer bug or outage: fall back, and say so
-            log.warning("summarizer failed for %s: %s", plan.conversation_id, error)
-            result = embedded_fallback(request, f"{type(error).__name__}: {error}", None)
+        result = with_fallback(tools.summarizer).summarize(request)
         text = strip_think(result.text).strip()
-        if not text:
-            result = embedded_fallback(request, f"{result.summarizer} returned an empty summary", result)
-            text = strip_think(result.text).strip()
         if result.summarizer != EXTRACTIVE:   # a model wrote it: add what it left out of the artifact trail
             # a model's length is a target, not a limit (it may write past it): whatever it wrote, the trail
             # has TRAIL_ROOM of the budget beyond its text

@@ -1,20 +1,22 @@
-"""The Anthropic Messages API summarizer: its client, request and reply (the rest is LLMSummarizer)."""
+"""The Anthropic Messages API summarizer: its client, request and reply (AnthropicCalls); the rest is
+LLMSummarizer's."""
 from __future__ import annotations
 
 from typing import Any
 
+from hermes_pipeline.config.schema import AnthropicSummarizerConfig
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.llm import LLMSummarizer
-from hermes_pipeline.summarizers.llm_calls import ItemOutcome, Reply
+from hermes_pipeline.summarizers.llm_calls import ItemOutcome, LLMCalls, Reply
 from hermes_pipeline.usage import reported
 
 
-class AnthropicSummarizer(LLMSummarizer):
+class AnthropicCalls(LLMCalls):
     provider = "anthropic"
     default_key_env = "ANTHROPIC_API_KEY"
-    default_max_output_tokens = 32000
+    options = AnthropicSummarizerConfig
 
-    def __init__(self, cache_ttl: str | None = "5m", **kwargs: Any):
+    def __init__(self, cache_ttl: str | None = AnthropicSummarizerConfig.cache_ttl, **kwargs: Any):
         super().__init__(**kwargs)
         # The instruction block is the same in every call: mark it for prompt caching.
         self.cache_control = {"type": "ephemeral"}
@@ -75,6 +77,11 @@ class AnthropicSummarizer(LLMSummarizer):
     def _connection_error(self):
         import anthropic
         return anthropic.APIConnectionError
+
+
+class AnthropicSummarizer(LLMSummarizer):
+    """summarizer=anthropic."""
+    calls_class = AnthropicCalls
 
 
 def _reply(message) -> Reply:

@@ -42,10 +42,11 @@ def _duration(seconds: float) -> str:
 
 
 class BatchRun:
-    def __init__(self, summarizer, ledger: Ledger, stop: threading.Event | None = None):
-        self.s, self.ledger = summarizer, ledger
+    def __init__(self, calls, ledger: Ledger, stop: threading.Event | None = None):
+        """`calls`: the LLM summarizer's requests (an LLMCalls of a provider with a batch API)."""
+        self.s, self.ledger = calls, ledger
         self.stop = stop or threading.Event()
-        self.endpoint = summarizer._scrub(summarizer.endpoint)
+        self.endpoint = calls._scrub(calls.endpoint)
         self.submitted = self.delivered = 0
 
     def run(self, gather: Callable[[], dict[str, dict]]) -> None:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from hermes_pipeline.config.schema import (
+    AuxiliaryCompressionConfig, BatchConfig, BreakerConfig, CacheConfig, LLMSummarizerConfig, RetryConfig, filled)
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import SummarizerFatalError
 from hermes_pipeline.summarizers.cache import RequestCache, request_key
@@ -81,49 +83,49 @@ class ItemOutcome:
 
 class LLMCalls:
     """Provider requests with retries, circuit breaker and request cache; subclasses build
-    the client, the request and read the reply."""
+    the client, the request and read the reply. Options a caller leaves out take the schema's
+    defaults (config/schema.py), never defaults of this code's own."""
 
     provider = ""                   # "anthropic" | "openai"
     default_key_env = ""
-    default_max_output_tokens = 32000
+    options: type = LLMSummarizerConfig     # the schema of the provider's options: their defaults
 
-    def __init__(self, name: str | None = None, max_in_flight: int = 8,
+    def __init__(self, name: str | None = None, max_in_flight: int = LLMSummarizerConfig.max_in_flight,
                  retry: dict | None = None, cache: dict | None = None,
-                 api_key_env: str | None = None, require_api_key: bool = True,
+                 api_key_env: str | None = LLMSummarizerConfig.api_key_env,
+                 require_api_key: bool = LLMSummarizerConfig.require_api_key,
                  max_output_tokens: int | None = None,
                  model_cfg: dict | None = None, aux_cfg: dict | None = None,
                  default_model: str | None = None, breaker: dict | None = None, batch: dict | None = None):
-        model_cfg, aux_cfg = dict(model_cfg or {}), dict(aux_cfg or {})
-        retry, cache = dict(retry or {}), dict(cache or {})
+        model_cfg, aux_cfg = dict(model_cfg or {}), filled(AuxiliaryCompressionConfig, aux_cfg)
+        retry, cache = filled(RetryConfig, retry), filled(CacheConfig, cache)
         self.name = name or self.provider
-        aux_provider = aux_cfg.get("provider") or "auto"
-        self.route = self.provider if aux_provider in ("auto", "main") else str(aux_provider)
-        self.base_url = aux_cfg.get("base_url") or _KNOWN_BASE_URLS.get(self.route)
-        self.model = self._choose_model(aux_cfg.get("model"), model_cfg.get("name"), default_model)
+        self.route = self.provider if aux_cfg["provider"] in ("auto", "main") else str(aux_cfg["provider"])
+        self.base_url = aux_cfg["base_url"] or _KNOWN_BASE_URLS.get(self.route)
+        self.model = self._choose_model(aux_cfg["model"], model_cfg.get("name"), default_model)
         self.key_env = api_key_env or (f"{self.route.upper()}_API_KEY" if self.route in _KNOWN_BASE_URLS
                                        else self.default_key_env)
         self.require_api_key = bool(require_api_key)
         self.max_in_flight = max(1, int(max_in_flight))
-        self.attempts = max(1, int(retry.get("attempts", 5)))
-        self.initial_backoff = float(retry.get("initial_backoff", 1.0))
-        self.max_backoff = float(retry.get("max_backoff", 30.0))
-        self.max_retry_after = float(retry.get("max_retry_after", 120.0))
-        self.timeout = float(retry.get("timeout", 120))
+        self.attempts = max(1, int(retry["attempts"]))
+        self.initial_backoff = float(retry["initial_backoff"])
+        self.max_backoff = float(retry["max_backoff"])
+        self.max_retry_after = float(retry["max_retry_after"])
+        self.timeout = float(retry["timeout"])
         # Jitter scales with the backoff so small test settings stay fast.
         self._backoff = wait_exponential_jitter(initial=self.initial_backoff, max=self.max_backoff,
                                                 jitter=self.initial_backoff)
-        self.max_output_tokens = int(max_output_tokens or self.default_max_output_tokens)
-        self.breaker_limit = max(1, int((breaker or {}).get("max_failures", 3)))
+        self.max_output_tokens = int(max_output_tokens or self.options.max_output_tokens)
+        self.breaker_limit = max(1, int(filled(BreakerConfig, breaker)["max_failures"]))
         self._failures_in_a_row = 0
         self._answered = False           # the endpoint has sent an HTTP answer (any status) this run
         self._circuit_open: str | None = None     # why the endpoint is left alone, once it is
         self.model_cfg, self.aux_cfg = model_cfg, aux_cfg
-        self.cache = RequestCache(cache.get("path", ".hermes-cache/requests.sqlite"),
-                                  enabled=cache.get("enabled", True))
-        batch = dict(batch or {})
-        self.batch_enabled = bool(batch.get("enabled", False))   # summarizers/batch.py runs the batches
-        self.batch_poll_s = float(batch.get("poll_s", 30.0))
-        self.batch_max_wait_h = float(batch.get("max_wait_h", 24.0))
+        self.cache = RequestCache(cache["path"], enabled=cache["enabled"])
+        batch = filled(BatchConfig, batch)
+        self.batch_enabled = bool(batch["enabled"])   # summarizers/batch.py runs the batches
+        self.batch_poll_s = float(batch["poll_s"])
+        self.batch_max_wait_h = float(batch["max_wait_h"])
         self._gathering: dict[str, dict] | None = None   # batch mode's first pass: key -> request, not sent
         self.batch_tried: set[str] = set()     # keys a batch of this run did not deliver: plain calls
         self._lock = threading.Lock()

@@ -1,21 +1,23 @@
-"""The OpenAI(-compatible) Chat Completions summarizer: its client, request and reply (the rest is LLMSummarizer)."""
+"""The OpenAI(-compatible) Chat Completions summarizer: its client, request and reply (OpenAICalls); the rest
+is LLMSummarizer's."""
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from hermes_pipeline.config.schema import OpenAISummarizerConfig
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.llm import LLMSummarizer
-from hermes_pipeline.summarizers.llm_calls import ItemOutcome, Reply
+from hermes_pipeline.summarizers.llm_calls import ItemOutcome, LLMCalls, Reply
 from hermes_pipeline.usage import reported
 
 
-class OpenAISummarizer(LLMSummarizer):
+class OpenAICalls(LLMCalls):
     provider = "openai"
     default_key_env = "OPENAI_API_KEY"
-    default_max_output_tokens = 16384
+    options = OpenAISummarizerConfig
 
-    def __init__(self, max_tokens_param: str = "max_tokens", **kwargs: Any):
+    def __init__(self, max_tokens_param: str = OpenAISummarizerConfig.max_tokens_param, **kwargs: Any):
         super().__init__(**kwargs)
         # Newer OpenAI models want max_completion_tokens; compatible servers want max_tokens.
         self.max_tokens_param = max_tokens_param
@@ -84,6 +86,11 @@ class OpenAISummarizer(LLMSummarizer):
     def _connection_error(self):
         import openai
         return openai.APIConnectionError
+
+
+class OpenAISummarizer(LLMSummarizer):
+    """summarizer=openai."""
+    calls_class = OpenAICalls
 
 
 _LINE_STATES = {"batch_expired": "expired", "batch_cancelled": "canceled"}

@@ -27,8 +27,8 @@ from hermes_pipeline.engine.compressor import ContextCompressor
 from hermes_pipeline.engine.lcm.browse import Browser
 from hermes_pipeline.engine.lcm.store import LCMStore, message_text
 from hermes_pipeline.formats.roundtrip import public
-from hermes_pipeline.stages.summarize import embedded_fallback
-from hermes_pipeline.summarizers.base import Summarizer, SummarizerFatalError, SummaryRequest, SummaryResult
+from hermes_pipeline.summarizers.base import Summarizer, SummaryRequest, SummaryResult
+from hermes_pipeline.summarizers.fallback import with_fallback
 from hermes_pipeline.transcript import Conversation, is_summary_message
 from hermes_pipeline.transcript import message_text as visible_text
 
@@ -77,8 +77,8 @@ class _Keeper(Summarizer):
     """The run's summarizer, for one conversation: stores the middle first, then
     summarizes it in what is left of the budget and appends the pointer lines.
 
-    Fallbacks happen here, as in the summarize stage, so a fallback summary
-    carries the pointers too.
+    Fallbacks happen here (summarizers/fallback.py, as in the summarize stage), so a
+    fallback summary carries the pointers too.
     """
 
     def __init__(self, inner: Summarizer, engine: "LCMEngine", conversation: Conversation, record_id: str):
@@ -100,14 +100,7 @@ class _Keeper(Summarizer):
         budget = max(request.budget_tokens - reserved, request.budget_tokens // MIN_SHARE_LEFT)
         previous = without_pointer_lines(request.previous_summary) if request.previous_summary else None
         inner_request = replace(request, budget_tokens=budget, previous_summary=previous or None)
-        try:
-            result = self.inner.summarize(inner_request)
-            if not without_pointer_lines(result.text):
-                result = embedded_fallback(inner_request, f"{result.summarizer} returned an empty summary", result)
-        except SummarizerFatalError:
-            raise
-        except Exception as error:
-            result = embedded_fallback(inner_request, f"{type(error).__name__}: {error}", None)
+        result = with_fallback(self.inner).summarize(inner_request)
         return replace(result, text=f"{without_pointer_lines(result.text)}\n\n{section}")
 
 
