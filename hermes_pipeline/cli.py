@@ -124,7 +124,9 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
         built.runner.close()
         built.engine.close()
         built.summarizer.close()
+    finish_started = time.thread_time()
     tree.close(totals.status)
+    totals.stages.add_seconds("finish", time.thread_time() - finish_started)
     summary = totals.summary(time.perf_counter() - started, dict(cfg.model.prices), built.caching.status_line(),
                              cache_ttl=str(cfg.summarizer.get("cache_ttl") or "5m"),
                              # the summary calls at their own model's prices (the summarizer knows which)

@@ -12,10 +12,9 @@ import re
 from collections import Counter
 from dataclasses import replace
 
-from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import Plan
 from hermes_pipeline.quality import MAX_ERRORS, Probes, score
-from hermes_pipeline.stages.base import Draft, Stage, probes_of
+from hermes_pipeline.stages.base import OUTPUT, QUALITY, Draft, Stage
 from hermes_pipeline.summarizers.speech import is_talk
 
 MISSED_SHOWN = 20    # missed items listed per kind in a manifest row (the counts are always whole)
@@ -25,9 +24,12 @@ _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 class QualityStage(Stage):
     name = "quality"
     phase = 6
+    needs = frozenset({OUTPUT})      # it scores the conversation as written
+    provides = frozenset({QUALITY})
 
-    def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
-        probes = probes_of(draft, plan)
+    def apply(self, draft: Draft, plan: Plan) -> Draft:
+        stats: Counter = Counter()
+        probes = draft.analysis.probes(plan)
         result = rate(probes, draft.messages)
         if draft.summary is not None:      # how much of the summary is talk, not state (speech.is_talk)
             bullets = [line for line in draft.summary.text.splitlines() if _BULLET.match(line)]
@@ -35,7 +37,7 @@ class QualityStage(Stage):
             stats["summary_bullets"] = len(bullets)
             stats["summary_chatter_bullets"] = talk
             stats["summary_chatter_share"] = round(talk / len(bullets), 4) if bullets else 0.0
-        return draft.but(probes=probes, quality=result)
+        return draft.but(quality=result, counts=stats)
 
 
 def rate(probes: Probes, compacted_messages) -> dict:
