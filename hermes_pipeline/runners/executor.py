@@ -27,7 +27,7 @@ from hermes_pipeline.runners.work_stream import FileEnd, FileSkipped, FileStart,
     reusable
 from hermes_pipeline.state import Item
 from hermes_pipeline.summarizers.base import SummarizerFatalError
-from hermes_pipeline.testing.faults import checkpoint
+from hermes_pipeline.fault_injection import fault_point
 
 log = logging.getLogger(__name__)
 _END = object()
@@ -179,12 +179,12 @@ class Executor:
         if done.done_as is not None and self.state is not None:
             # the next run reads the input as this one wrote it: nothing new there, nothing to do
             self.state.commit(work.rel, done.done_as, "unchanged", None, None, None)
-        checkpoint("committed")
+        fault_point("committed")
         if done.quarantine is not None:
             self.folder.quarantine.write(done.quarantine)
             run_log.warning("set aside (%s): %s", row["status"], row.get("error"))
         self._row(work, row)
-        checkpoint("listed")
+        fault_point("listed")
         if done.data is not None:
             work.sink.write(done.data)
 
