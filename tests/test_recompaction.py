@@ -1,8 +1,8 @@
 """A conversation compacted again: the earlier summary's trail is the middle's, nothing stacks or grows."""
 import re
 
-from hermes_pipeline.carried import read_trail
-from hermes_pipeline.quality import extract_probes
+from hermes_pipeline.analysis.earlier_trail import read_trail
+from hermes_pipeline.analysis.probes import extract_probes
 from hermes_pipeline.summarizers.base import Summarizer, SummaryRequest, SummaryResult
 from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
 from hermes_pipeline.summarizers.fit import ARTIFACT, USER_WORDS, Line, fit

@@ -12,7 +12,7 @@ from hermes_pipeline.stages.assemble import AssembleStage
 from hermes_pipeline.stages.cache_mark import CacheMarkStage
 from hermes_pipeline.stages.chain import StageChain
 from hermes_pipeline.stages.prune import PruneStage
-from hermes_pipeline.stages.quality import QualityStage
+from hermes_pipeline.stages.score import ScoreStage
 from hermes_pipeline.stages.summarize import SummarizeStage
 from tests.helpers.env import CORPUS, read_jsonl, run_cli, shared
 
@@ -20,7 +20,7 @@ from tests.helpers.env import CORPUS, read_jsonl, run_cli, shared
 def test_a_chain_without_assemble_is_refused_when_built():
     with pytest.raises(ConfigError, match="needs assembled conversation, which the assemble stage provides, "
                                           "and the chain has it nowhere"):
-        StageChain((PruneStage(), SummarizeStage(), CacheMarkStage(), QualityStage()))
+        StageChain((PruneStage(), SummarizeStage(), CacheMarkStage(), ScoreStage()))
     with pytest.raises(ConfigError, match="no assemble stage: nothing would be written"):
         StageChain((PruneStage(), SummarizeStage()))
 
@@ -28,13 +28,13 @@ def test_a_chain_without_assemble_is_refused_when_built():
 def test_a_stage_missing_what_it_needs_is_named():
     with pytest.raises(ConfigError, match="stage 'assemble' needs summary, which the summarize stage provides, and the chain has it nowhere"):
         StageChain((PruneStage(), AssembleStage(), CacheMarkStage()))
-    with pytest.raises(ConfigError, match="stage 'quality' needs assembled conversation"):
-        StageChain((PruneStage(), SummarizeStage(), QualityStage(), ))
+    with pytest.raises(ConfigError, match="stage 'score' needs assembled conversation"):
+        StageChain((PruneStage(), SummarizeStage(), ScoreStage(), ))
 
 
 def test_mask_only_keeps_the_pruned_middle_by_its_own_setting():
-    chain = StageChain((PruneStage(), AssembleStage(middle="pruned"), CacheMarkStage(), QualityStage()))
-    assert [s.name for s in chain.stages] == ["prune", "assemble", "cache_mark", "quality"]
+    chain = StageChain((PruneStage(), AssembleStage(middle="pruned"), CacheMarkStage(), ScoreStage()))
+    assert [s.name for s in chain.stages] == ["prune", "assemble", "cache_mark", "score"]
     with pytest.raises(ConfigError, match="middle='none'"):
         AssembleStage(middle="none")
 
@@ -82,7 +82,7 @@ def corpus_run(tmp_path_factory):
 def test_stage_seconds_add_up_to_the_runs_cpu_time(corpus_run):
     summary, _ = corpus_run
     stages = summary["stages"]
-    assert list(stages)[:2] == ["start", "read"] and {"prune", "summarize", "assemble", "quality"} <= set(stages)
+    assert list(stages)[:2] == ["start", "read"] and {"prune", "summarize", "assemble", "score"} <= set(stages)
     total = sum(entry["seconds"] for entry in stages.values())
     assert abs(total - summary["process_cpu_seconds"]) <= 0.10 * summary["process_cpu_seconds"], (total, stages)
 
@@ -96,4 +96,4 @@ def test_each_stage_counts_in_its_row_and_the_run_adds_them_up(corpus_run):
         assert row["summarize.seconds"] >= 0 and row["plan.seconds"] >= 0
     pruned = sum(row.get("prune.tool_outputs_pruned", 0) for row in rows)
     assert pruned > 0 and summary["stages"]["prune"]["tool_outputs_pruned"] == pruned
-    assert "summary_chatter_share" not in summary["stages"]["quality"]     # a share per row is no total
+    assert "summary_chatter_share" not in summary["stages"]["score"]     # a share per row is no total

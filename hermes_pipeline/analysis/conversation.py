@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hermes_pipeline.quality import Probes, extract_probes
+from hermes_pipeline.analysis.probes import Probes, extract_probes
 
 if TYPE_CHECKING:    # engine/ imports this package
     from hermes_pipeline.engine.plan import Plan

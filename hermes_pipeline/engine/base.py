@@ -29,7 +29,7 @@ class Outcome:
     summary_tokens: int = 0
     noop_reason: str | None = None   # why nothing was compacted, in plain words
     stats: dict[str, int] = field(default_factory=dict)
-    quality: dict | None = None      # the deterministic quality score (stages/quality.py), when compacted
+    quality: dict | None = None      # the deterministic quality score (stages/score.py), when compacted
     extra: dict[str, Any] = field(default_factory=dict)   # engine-specific manifest fields
     fits: bool | None = None         # the written conversation is within the safety net's share (engine/fit.py)
     fit_reason: str | None = None    # why it is not, when it is not

@@ -13,7 +13,7 @@ from hermes_pipeline.engine.hygiene import hygiene_fires
 from hermes_pipeline.engine.plan import Plan
 from hermes_pipeline.stages.base import SUMMARY, Draft
 from hermes_pipeline.stages.chain import StageChain
-from hermes_pipeline.tool_output import forget_texts
+from hermes_pipeline.analysis.tool_output import forget_texts
 from hermes_pipeline.transcript import Conversation, is_summary_message
 from hermes_pipeline.usage import prompt_tokens
 

@@ -28,8 +28,8 @@ from typing import Any, Callable
 from hermes_pipeline.engine.base import Compaction, ContextEngine, EngineServices, Outcome
 from hermes_pipeline.engine.hygiene import hygiene_fires
 from hermes_pipeline.formats.base import bad_content_reason
-from hermes_pipeline.quality import extract_probes
-from hermes_pipeline.stages.quality import rate
+from hermes_pipeline.analysis.probes import extract_probes
+from hermes_pipeline.stages.score import rate
 from hermes_pipeline.summarizers.base import SummaryResult
 from hermes_pipeline.transcript import Conversation, message_text, pairing_problems
 

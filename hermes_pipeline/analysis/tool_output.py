@@ -9,8 +9,8 @@ from __future__ import annotations
 import functools
 import re
 
-from hermes_pipeline import artifacts
-from hermes_pipeline.artifacts import command_programs
+from hermes_pipeline.analysis import artifacts
+from hermes_pipeline.analysis.artifacts import command_programs
 
 ERROR_CHARS = 160         # an error line is matched on its first characters (summaries clip long ones)
 

@@ -1,4 +1,4 @@
-"""Last: a deterministic quality score of the compaction, from its input (hermes_pipeline.quality).
+"""Last: a deterministic quality score of the compaction, from its input (hermes_pipeline.analysis).
 
 The probes come from the messages the compaction removed (files changed and
 read, the user's turns, the last errors, identifiers used again later, the open
@@ -13,7 +13,8 @@ from collections import Counter
 from dataclasses import replace
 
 from hermes_pipeline.engine.plan import Plan
-from hermes_pipeline.quality import MAX_ERRORS, Probes, score
+from hermes_pipeline.analysis.probes import MAX_ERRORS, Probes
+from hermes_pipeline.analysis.score import score
 from hermes_pipeline.stages.base import OUTPUT, QUALITY, Draft, Stage
 from hermes_pipeline.summarizers.speech import is_talk
 
@@ -21,8 +22,8 @@ MISSED_SHOWN = 20    # missed items listed per kind in a manifest row (the count
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 
 
-class QualityStage(Stage):
-    name = "quality"
+class ScoreStage(Stage):
+    name = "score"
     phase = 6
     needs = frozenset({OUTPUT})      # it scores the conversation as written
     provides = frozenset({QUALITY})

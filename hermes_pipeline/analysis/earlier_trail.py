@@ -2,7 +2,7 @@
 
 On a re-compaction the earlier summary is part of the removed middle. The files
 it lists as changed and the errors it quotes are as much the middle's artifact
-trail as the messages after it, so they become probes too (quality.py) and the
+trail as the messages after it, so they become probes too (probes.py) and the
 embedded summarizer writes them again from those probes instead of copying the
 old lines. Only our own layout is read (the lines extractive.py and trail.py
 write); another tool's summary is carried as text.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from hermes_pipeline.artifacts import expand_braces
-from hermes_pipeline.tool_output import error_probe_text
+from hermes_pipeline.analysis.artifacts import expand_braces
+from hermes_pipeline.analysis.tool_output import error_probe_text
 
 _ACTIONS = "written|edited|moved|deleted"
 _FULL = re.compile(rf"^- (\S(?:.*?\S)?) \(((?:{_ACTIONS})(?:, (?:{_ACTIONS}))*)\)(?:: .*)?$")   # ": why" after
