@@ -97,3 +97,27 @@ def test_each_stage_counts_in_its_row_and_the_run_adds_them_up(corpus_run):
     pruned = sum(row.get("prune.tool_outputs_pruned", 0) for row in rows)
     assert pruned > 0 and summary["stages"]["prune"]["tool_outputs_pruned"] == pruned
     assert "summary_chatter_share" not in summary["stages"]["score"]     # a share per row is no total
+
+
+def test_what_is_read_off_texts_is_remembered_per_conversation_only():
+    import threading
+    from hermes_pipeline.analysis.artifacts import call_arguments
+    from hermes_pipeline.analysis.text_memo import TextMemo
+    from hermes_pipeline.analysis.tool_output import error_lines
+    call = {"function": {"name": "bash", "arguments": '{"command": "make"}'}}
+    assert call_arguments(call) is not call_arguments(call)      # no memo: nothing kept between calls
+    with TextMemo():
+        assert call_arguments(call) is call_arguments(call)     # one parse for the conversation
+    assert call_arguments(call) is not call_arguments(call)     # and gone with it
+    seen = {}
+
+    def conversation(name):
+        with TextMemo() as own:
+            error_lines(f"error: {name} failed")
+            seen[name] = {args[0] for answers in own.answers.values() for args in answers}
+    threads = [threading.Thread(target=conversation, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen == {"a": {"error: a failed"}, "b": {"error: b failed"}}    # side by side, each its own

@@ -1,9 +1,11 @@
-"""One conversation's analysis: its probes, made once per span and shared by the stages that ask."""
+"""One conversation's analysis: its probes, made once per span and shared by the stages that ask, and the
+memo of what was read off its texts (text_memo.py), both dropped with it."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from hermes_pipeline.analysis.probes import Probes, extract_probes
+from hermes_pipeline.analysis.text_memo import TextMemo
 
 if TYPE_CHECKING:    # engine/ imports this package
     from hermes_pipeline.engine.plan import Plan
@@ -14,6 +16,7 @@ class ConversationAnalysis:
 
     def __init__(self):
         self._probes: dict[tuple[int, int], Probes] = {}
+        self.texts = TextMemo()       # `with analysis.texts:` while the conversation is compacted
 
     def probes(self, plan: "Plan") -> Probes:
         """The quality probes of the plan's middle (a refitted plan with another middle gets its own)."""

@@ -13,7 +13,6 @@ from hermes_pipeline.engine.hygiene import hygiene_fires
 from hermes_pipeline.engine.plan import Plan
 from hermes_pipeline.stages.base import SUMMARY, Draft
 from hermes_pipeline.stages.chain import StageChain
-from hermes_pipeline.analysis.tool_output import forget_texts
 from hermes_pipeline.transcript import Conversation, is_summary_message
 from hermes_pipeline.usage import prompt_tokens
 
@@ -160,10 +159,8 @@ class ContextCompressor(ContextEngine):
                 plan_counts["fit_passes"] = attempt + 1
             if fitting.plan.tail_widened:
                 plan_counts["tail_widened_for_roles"] = fitting.plan.tail_widened
-            try:
+            with analysis.texts:        # what the stages read off the texts, remembered for this conversation
                 draft, per_stage = self.chain.run(Draft(fitting.plan.original, analysis), fitting.plan)
-            finally:
-                forget_texts()
             for name, entry in per_stage.items():
                 seconds[name] += entry["seconds"]
             if not self.fitter.checks or attempt == FIT_PASSES - 1:
