@@ -7,7 +7,7 @@ from tests.helpers.builders import assistant, calls, result, system, user
 from hermes_pipeline.analysis.probes import extract_probes
 from hermes_pipeline.analysis.score import WEIGHTS, compaction_bounds, score
 from hermes_pipeline.run_folder import QualityTotals
-from hermes_pipeline.summarizers.trail import HEADING, artifact_trail_patch
+from hermes_pipeline.summarizers.artifact_trail import HEADING, artifact_trail_patch
 from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.analysis.tool_output import WantedIdentifiers, identifier_candidates
 from hermes_pipeline.transcript import SUMMARY_PREFIX

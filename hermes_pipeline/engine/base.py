@@ -31,7 +31,7 @@ class Outcome:
     stats: dict[str, int] = field(default_factory=dict)
     quality: dict | None = None      # the deterministic quality score (stages/score.py), when compacted
     extra: dict[str, Any] = field(default_factory=dict)   # engine-specific manifest fields
-    fits: bool | None = None         # the written conversation is within the safety net's share (engine/fit.py)
+    fits: bool | None = None         # the written conversation is within the safety net's share (engine/context_fit.py)
     fit_reason: str | None = None    # why it is not, when it is not
     # each stage's counts and CPU seconds, by stage name (stages/chain.py), and the engine's own ("plan")
     stages: dict[str, dict] = field(default_factory=dict)

@@ -17,7 +17,7 @@ from hermes_pipeline.transcript import Conversation, is_summary_message
 from hermes_pipeline.usage import prompt_tokens
 
 if TYPE_CHECKING:
-    from hermes_pipeline.engine.fit import Fitting
+    from hermes_pipeline.engine.context_fit import Fitting
 
 
 NOTHING_NEW = "nothing new to summarize: the middle is the earlier summary alone"
@@ -26,16 +26,16 @@ PLAN = "plan"    # the engine's own entry beside the stages': token counts, trig
 
 
 def make_fitter(services: EngineServices, chain: StageChain):
-    """The fit check of the mode: the safety net's share (engine/fit.py), or training data's target
-    (engine/fit_mode.py). Imported here: both use the stages, which import this package."""
+    """The fit check of the mode: the safety net's share (engine/context_fit.py), or training data's target
+    (engine/target_fit.py). Imported here: both use the stages, which import this package."""
     limit = services.budgets.fit_tokens
     summarizes = chain.provides(SUMMARY)   # else the pruned middle stays
     if services.settings.mode == "fit":
         if not summarizes:
             raise ConfigError("compression.mode=fit needs a summarize stage (pipeline=default)")
-        from hermes_pipeline.engine.fit_mode import SpanFitter
+        from hermes_pipeline.engine.target_fit import SpanFitter
         return SpanFitter(services.tools.counter, limit, services.settings.target_protect_last_n)
-    from hermes_pipeline.engine.fit import Fitter
+    from hermes_pipeline.engine.context_fit import Fitter
     return Fitter(services.tools.counter, limit, summarizes)
 
 

@@ -24,7 +24,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 
 from hermes_pipeline.stages.summarize import embedded_fallback
 from hermes_pipeline.summarizers.base import Summarizer, SummarizerFatalError, SummaryRequest, SummaryResult
-from hermes_pipeline.summarizers.cache import request_key
+from hermes_pipeline.summarizers.request_cache import request_key
 from hermes_pipeline.summarizers.llm_calls import Tally
 from hermes_pipeline.summarizers.llm_errors import BadReply, CircuitOpen, classify, describe, retry_after
 from hermes_pipeline.summarizers.redact import REDACTED, redact_secrets

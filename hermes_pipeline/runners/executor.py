@@ -22,7 +22,7 @@ from hermes_pipeline.jsonl import Rejected, quarantine_row
 from hermes_pipeline.output_tree import OutputTree
 from hermes_pipeline.progress import Progress
 from hermes_pipeline.run_folder import RunFolder, RunTotals, own_cpu_seconds, problem_row, run_log
-from hermes_pipeline.runners.compaction import Done, RecordOptions, compact_conversation, needs_engine
+from hermes_pipeline.conversation_job import Done, RecordOptions, compact_conversation, needs_engine
 from hermes_pipeline.runners.work_stream import FileEnd, FileSkipped, FileStart, FileWork, Reused, WorkStream, \
     reusable
 from hermes_pipeline.state import Item

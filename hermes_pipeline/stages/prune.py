@@ -5,7 +5,7 @@ long tool-call arguments are shortened while staying valid JSON (REFERENCE §9),
 and only the newest images are kept (§10). A tail that alone is far over its
 budget gets its older tool outputs demoted too, keeping the last 3 messages
 verbatim (§6): so that a tail which alone fills the context can still be compacted.
-The fit step (engine/fit.py) may name more head and tail tool outputs to clear or
+The fit step (engine/context_fit.py) may name more head and tail tool outputs to clear or
 shorten, so that the output fits the context. The summarizer reads the unpruned originals.
 """
 from __future__ import annotations

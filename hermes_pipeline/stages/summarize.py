@@ -17,7 +17,7 @@ from hermes_pipeline.engine.plan import Plan
 from hermes_pipeline.stages.base import SUMMARY, Draft, Stage
 from hermes_pipeline.summarizers.base import SummarizerFatalError, SummaryRequest, SummaryResult
 from hermes_pipeline.summarizers.redact import redact_secrets, strip_think
-from hermes_pipeline.summarizers.trail import artifact_trail_patch
+from hermes_pipeline.summarizers.artifact_trail import artifact_trail_patch
 from hermes_pipeline.transcript import is_summary_message
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import SummarizerFatalError
-from hermes_pipeline.summarizers.cache import RequestCache, request_key
+from hermes_pipeline.summarizers.request_cache import RequestCache, request_key
 from hermes_pipeline.summarizers.llm_errors import (
     AuthOrQuota, BadReply, CircuitOpen, ContextTooLong, Gathered, classify, describe, retry_after)
 from hermes_pipeline.summarizers.redact import REDACTED, redact_secrets

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from hermes_pipeline.analysis.artifacts import call_arguments, command_key, file_actions, paired_results, shell_command
-from hermes_pipeline.summarizers.fit import ARTIFACT, CHATTER, KEY, RECENT, USEFUL, Collector
+from hermes_pipeline.summarizers.line_budget import ARTIFACT, CHATTER, KEY, RECENT, USEFUL, Collector
 from hermes_pipeline.summarizers.speech import (
     as_statement, as_task, has_specifics, is_code_fragment, is_decision, is_speculation, is_talk, plain, sentences,
 )

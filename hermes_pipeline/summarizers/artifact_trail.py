@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from hermes_pipeline.analysis.probes import Probes
 from hermes_pipeline.analysis.score import Haystack
-from hermes_pipeline.summarizers.forms import grouped_paths
+from hermes_pipeline.summarizers.grouped_names import grouped_paths
 from hermes_pipeline.analysis.tool_output import normalize
 
 HEADING = "## Artifact Trail"
