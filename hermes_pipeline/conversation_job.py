@@ -58,7 +58,8 @@ def compact_conversation(options: RecordOptions, engine: ContextEngine | None, i
     as_read = item.messages
     try:
         item = repair_tool_pairing(item)
-        cpu = {"parse": {"seconds": time.thread_time() - parse_started}}
+        engine_started = time.thread_time()
+        cpu = {"parse": {"seconds": engine_started - parse_started}}
         result = engine.compress(item)
     except SummarizerFatalError:
         raise
@@ -67,7 +68,8 @@ def compact_conversation(options: RecordOptions, engine: ContextEngine | None, i
         log.debug("traceback of %s", item.source, exc_info=True)
         return failed(item, f"compaction failed: {type(error).__name__}: {error}")
     seconds = time.perf_counter() - started
-    cpu.update(result.outcome.stages)
+    # the compressor reports each stage and its plan; an engine that reports nothing is charged as a whole
+    cpu.update(result.outcome.stages or {"engine": {"seconds": time.thread_time() - engine_started}})
     write_started = time.thread_time()
     out_fmt, out_layout = output_format(get_format(item.format), item.layout, options.output_format)
     try:

@@ -8,6 +8,7 @@ and names its SPEC phase: the chain is checked when it is built (chain.py).
 """
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -53,6 +54,12 @@ class Stage(ABC):
 
     def __init__(self, tools: StageTools | None = None):
         self.tools = tools or StageTools()
+
+    def with_tools(self, tools: StageTools) -> "Stage":
+        """This stage with other tools (an engine that wraps the summarizer for one conversation: lcm)."""
+        other = copy.copy(self)
+        other.tools = tools
+        return other
 
     @abstractmethod
     def apply(self, draft: Draft, plan: Plan) -> Draft:
