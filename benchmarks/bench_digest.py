@@ -21,7 +21,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from hermes_pipeline.quality import KINDS
+from hermes_pipeline.analysis.score import KINDS
 from hermes_pipeline.testing.fake_provider import FakeProvider
 from hermes_pipeline.tokens import TokenCounter
 from tests.helpers.env import CORPUS, LONG_SESSIONS

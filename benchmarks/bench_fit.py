@@ -1,4 +1,4 @@
-"""Every output fits the safety net's share of the context, or says why (issue 19, engine/fit.py).
+"""Every output fits the safety net's share of the context, or says why (issue 19, engine/context_fit.py).
 
 Runs the real command line over the shared corpus and the long sessions at each
 context and reads the manifests: outputs over hygiene.threshold (85%) of the

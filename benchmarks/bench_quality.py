@@ -3,7 +3,7 @@
 Runs the engine in-process on every file of the long sessions and of the
 corpus (format detected per file, as a batch run does), and for every
 compacted conversation computes the quality probes of the middle it removed
-and how many the compacted conversation still carries (hermes_pipeline.quality).
+and how many the compacted conversation still carries (hermes_pipeline.analysis).
 Prints kept/total per probe kind per file and overall, and the summaries that
 went over their token budget.
 
@@ -27,7 +27,8 @@ from pathlib import Path
 
 from hermes_pipeline.engine import ContextCompressor
 from hermes_pipeline.jsonl import Record, read_records
-from hermes_pipeline.quality import KINDS, extract_probes, score
+from hermes_pipeline.analysis.probes import extract_probes
+from hermes_pipeline.analysis.score import KINDS, score
 from tests.helpers.env import CORPUS, LONG_SESSIONS
 from tests.helpers.sessions import make_engine, measure, read_conversations
 

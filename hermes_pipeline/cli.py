@@ -119,7 +119,9 @@ def _run_built(built, folder, run_dir: Path, stop: threading.Event, started: flo
         folder.close()
     finally:
         built.close()
+    finish_started = time.thread_time()
     tree.close(totals.status)
+    totals.stages.add_seconds("finish", time.thread_time() - finish_started)
     summary = totals.summary(time.perf_counter() - started, built.prices, built.caching.status_line(),
                              cache_ttl=built.cache_ttl, summarizer_prices=built.summarizer_prices)
     if totals.interrupted:

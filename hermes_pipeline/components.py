@@ -147,6 +147,15 @@ def _instantiate(node: DictConfig, key: str, **kwargs):
         raise ConfigError(f"{key}: {error}") from None
 
 
+def _stage(node: DictConfig, tools: StageTools):
+    """A stage, given its tools as it is built (through a partial: Hydra would turn them into config)."""
+    make = _instantiate(node, "pipeline.stages", _partial_=True)
+    try:
+        return make(tools=tools)
+    except TypeError as error:    # an option the stage doesn't take
+        raise ConfigError(f"pipeline.stages: {node.get('_target_')}: {error}") from None
+
+
 def build_summarizer(cfg: DictConfig) -> Summarizer:
     summarizer = _instantiate(cfg.summarizer, "summarizer",
                               model_cfg=OmegaConf.to_container(cfg.model, resolve=True),
@@ -165,10 +174,10 @@ def plugin_search_dirs(cfg: DictConfig) -> list[Path]:
 
 def build_engine(cfg: DictConfig, summarizer: Summarizer, policy: CachingPolicy,
                  store_dir: Path) -> tuple[ContextEngine, Resolved]:
-    stages = tuple(_instantiate(stage, "pipeline.stages") for stage in cfg.pipeline.stages)
+    tools = StageTools(summarizer, TokenCounter(cfg.model.tokenizer), policy if policy.enabled else None)
+    stages = tuple(_stage(stage, tools) for stage in cfg.pipeline.stages)
     services = EngineServices(
-        budgets=budgets_from_config(cfg), settings=plan_settings_from_config(cfg),
-        tools=StageTools(summarizer, TokenCounter(cfg.model.tokenizer), policy if policy.enabled else None),
+        budgets=budgets_from_config(cfg), settings=plan_settings_from_config(cfg), tools=tools,
         stages=stages, enabled=bool(cfg.compression.enabled), hygiene_min_messages=int(cfg.hygiene.min_messages),
         store_dir=store_dir, model_name=str(cfg.model.name))
     resolved = resolve_engine(str(cfg.context.engine), plugin_search_dirs(cfg))

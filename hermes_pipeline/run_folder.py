@@ -32,8 +32,15 @@ run_log = logging.getLogger("hermes_pipeline.run_log")
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
+def stage_columns(cpu: dict[str, dict]) -> dict:
+    """Each stage's counts and CPU seconds as row columns prefixed with its name: `prune.tool_outputs_pruned`,
+    `summarize.seconds` (RunTotals adds them up into summary.json's `stages`)."""
+    return {f"{stage}.{key}": round(value, 6) if key == "seconds" else value
+            for stage, entry in cpu.items() for key, value in entry.items()}
+
+
 def conversation_row(conversation: Conversation, messages_after: int, outcome: Outcome, seconds: float,
-                     engine_fallback: str | None = None) -> dict:
+                     engine_fallback: str | None = None, cpu: dict[str, dict] | None = None) -> dict:
     summary = outcome.summary
     return {
         "id": conversation.id,
@@ -69,6 +76,7 @@ def conversation_row(conversation: Conversation, messages_after: int, outcome: O
         "fits": outcome.fits,
         "fit_reason": outcome.fit_reason,
         **outcome.extra,
+        **stage_columns(cpu if cpu is not None else outcome.stages),
     }
 
 
@@ -135,6 +143,7 @@ class RunTotals:
     replay: ReplayTotals = field(default_factory=ReplayTotals)
     quality: "QualityTotals" = field(default_factory=lambda: QualityTotals())
     would: dry_run.Totals = field(default_factory=dry_run.Totals)     # dry_run=true: what a run would do
+    stages: "StageTotals" = field(default_factory=lambda: StageTotals())
 
     def add(self, row: dict) -> None:
         self.statuses[row["status"]] += 1
@@ -158,6 +167,7 @@ class RunTotals:
         self.replay.add(row.get("replay"))
         self.quality.add(row.get("quality"))
         self.would.add(row.get("dry_run"))
+        self.stages.add(row)
 
     @property
     def status(self) -> str:
@@ -214,14 +224,44 @@ class RunTotals:
             "bytes_out": self.bytes_out,
             "wall_seconds": round(wall_seconds, 3),
             # CPU of this process alone: with worker processes or Dask, what reading and recording cost
-            "process_cpu_seconds": round(_own_cpu_seconds(), 3),
+            "process_cpu_seconds": round(own_cpu_seconds(), 3),
             "mb_per_second": round(self.bytes_in / 1e6 / wall_seconds, 3) if wall_seconds > 0 else None,
             "conversations_per_second": round(conversations / wall_seconds, 2) if wall_seconds > 0 else None,
             "stopped": self.stopped,
+            # {stage: {counter: total, "seconds": CPU}}: the stages, and the run's own parts around them
+            "stages": self.stages.to_dict(),
         }
 
 
-def _own_cpu_seconds() -> float:
+class StageTotals:
+    """Each stage's counts and CPU seconds added up over the rows (their `<stage>.<counter>` columns), and
+    the parts of the run no row sees (start-up, reading, recording), so that their seconds add up to the
+    run's CPU time."""
+
+    FIRST = ("start", "read", "parse", "plan")       # the order of summary.json's entries: the way a record goes
+    LAST = ("write", "replay", "record", "finish")
+
+    def __init__(self):
+        self.entries: dict[str, Counter] = {}
+
+    def add(self, row: dict) -> None:
+        for key, value in row.items():
+            stage, _, counter = key.partition(".")
+            # counters are whole numbers and seconds; a per-conversation share is no total
+            if counter and (isinstance(value, int) and not isinstance(value, bool) or counter == "seconds"):
+                self.entries.setdefault(stage, Counter())[counter] += value
+
+    def add_seconds(self, part: str, seconds: float) -> None:
+        self.entries.setdefault(part, Counter())["seconds"] += seconds
+
+    def to_dict(self) -> dict[str, dict]:
+        rank = lambda name: (self.FIRST.index(name) if name in self.FIRST
+                             else len(self.FIRST) + 1 + self.LAST.index(name) if name in self.LAST else len(self.FIRST))
+        return {name: {k: round(v, 3) if k == "seconds" else v for k, v in self.entries[name].items()}
+                for name in sorted(self.entries, key=rank)}
+
+
+def own_cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 

@@ -1,6 +1,6 @@
 """The state of the work a log proves: task lists, commits, pull requests, green test runs, the last plan.
 
-Shared by the quality probes (quality.py: what a summary must say about the
+Shared by the quality probes (analysis/probes.py: what a summary must say about the
 state) and the embedded summarizer (which writes it). Read from the tool calls
 and their results only, never from what the agent claims, except the plan the
 agent last stated, which is its own words by nature. Pure functions, linear.
@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hermes_pipeline.artifacts import call_arguments, command_key, command_programs, paired_results, shell_command
+from hermes_pipeline.analysis.artifacts import call_arguments, command_key, command_programs, paired_results, shell_command
 from hermes_pipeline.summarizers.redact import strip_think
 from hermes_pipeline.summarizers.speech import as_task, is_decision, plain, sentences
-from hermes_pipeline.tool_output import error_lines, normalize
+from hermes_pipeline.analysis.tool_output import error_lines, normalize
 from hermes_pipeline.transcript import message_text, role, tool_calls
 
 PLAN_KEYS = ("todos", "plan", "tasks")

@@ -32,7 +32,7 @@ def test_every_pipeline_instantiates_its_stages(pipeline):
 def test_default_config_builds_the_whole_engine():
     components = build(_compose())
     assert components.engine.name == "compressor"
-    assert [s.name for s in components.engine.services.stages] == ["prune", "summarize", "assemble", "cache_mark", "quality"]
+    assert [s.name for s in components.engine.services.stages] == ["prune", "summarize", "assemble", "cache_mark", "score"]
     assert components.caching.status_line() == "Prompt caching: ENABLED (Claude via Anthropic, 5m TTL)"
 
 

@@ -123,7 +123,7 @@ def test_written_outputs_round_trip_exactly(tmp_path_factory, item):
     fmt, layout = detect_format_in(i.value for i in items)
     assert fmt.name == expected_format(path)
     conversations = [c for c in fmt.read(iter(items), str(out), layout) if isinstance(c, Conversation)]
-    # a conversation left as it was is written as the line it was read from (runners/compaction.py)
+    # a conversation left as it was is written as the line it was read from (conversation_job.py)
     as_run_writes = lambda c: c.raw_line.rstrip(b"\n") + b"\n" if c.raw_line is not None and not c.notes \
         else encode_lines(fmt.write(c, layout))
     assert b"".join(as_run_writes(c) for c in conversations) == out.read_bytes()

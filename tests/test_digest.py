@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from hermes_pipeline.quality import KINDS, Probes
+from hermes_pipeline.analysis.probes import Probes
+from hermes_pipeline.analysis.score import KINDS
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.digest import LONG_OUTPUT_CHARS, digest_middle
 from hermes_pipeline.testing.fake_provider import FakeProvider

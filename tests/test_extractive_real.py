@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from hermes_pipeline.artifacts import expand_braces
+from hermes_pipeline.analysis.artifacts import expand_braces
 from hermes_pipeline.summarizers.base import SECTIONS
 from tests.helpers.env import CORPUS, LONG_SESSIONS, REAL, shared
 from tests.helpers.sessions import make_engine, measure, read_conversations

@@ -1,4 +1,4 @@
-"""Every output fits the safety net's share of the context, or says why not (issue 19, engine/fit.py).
+"""Every output fits the safety net's share of the context, or says why not (issue 19, engine/context_fit.py).
 
 The measure is the README's: exact cl100k count x model.token_scale <= hygiene.threshold x
 model.context_length (with the Claude model of the default config, token_scale 1.20). Each shrink
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_pipeline.engine.fit import MIN_SUMMARY_TOKENS
+from hermes_pipeline.engine.context_fit import MIN_SUMMARY_TOKENS
 from hermes_pipeline.engine.plan import make_plan
 from hermes_pipeline.formats import CONVERSATION
 from hermes_pipeline.formats.roundtrip import public

@@ -4,11 +4,12 @@ import json
 from hypothesis import given, settings, strategies as st
 
 from tests.helpers.builders import assistant, calls, result, system, user
-from hermes_pipeline.quality import WEIGHTS, compaction_bounds, extract_probes, score
+from hermes_pipeline.analysis.probes import extract_probes
+from hermes_pipeline.analysis.score import WEIGHTS, compaction_bounds, score
 from hermes_pipeline.run_folder import QualityTotals
-from hermes_pipeline.summarizers.trail import HEADING, artifact_trail_patch
+from hermes_pipeline.summarizers.artifact_trail import HEADING, artifact_trail_patch
 from hermes_pipeline.tokens import TokenCounter
-from hermes_pipeline.tool_output import WantedIdentifiers, identifier_candidates
+from hermes_pipeline.analysis.tool_output import WantedIdentifiers, identifier_candidates
 from hermes_pipeline.transcript import SUMMARY_PREFIX
 
 
@@ -352,7 +353,7 @@ class _EveryPattern(WantedIdentifiers):
 
 
 def test_probes_of_real_sessions_are_the_same_with_and_without_the_identifier_filter(monkeypatch):
-    import hermes_pipeline.quality as quality
+    import hermes_pipeline.analysis.probes as quality
     from tests.helpers.env import REAL
     from tests.helpers.sessions import read_conversations
     conversations = [c for path in sorted(REAL.rglob("*.jsonl")) for c in read_conversations(path)
@@ -372,7 +373,7 @@ _LOG_FRAGMENTS = ["Error", "ValueError: bad", "Exception", "  E   assert 1", "E\
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(_LOG_FRAGMENTS), max_size=30))
 def test_error_lines_found_line_by_line_are_those_a_scan_of_the_whole_text_finds(parts):
-    from hermes_pipeline.tool_output import ERROR_PATTERNS, _LINE_START_PATTERNS, _error_hits
+    from hermes_pipeline.analysis.tool_output import ERROR_PATTERNS, _LINE_START_PATTERNS, _error_hits
     text = "".join(parts)
     whole = {m.start() for i in _LINE_START_PATTERNS for m in ERROR_PATTERNS[i].finditer(text)}
     assert whole <= _error_hits(text)
@@ -386,7 +387,7 @@ _ID_FRAGMENTS = _FRAGMENTS + ["ann@ex.org", "@", "#99", "#1", "user_2024", "_", 
 
 def _every_match(text):
     """identifier_candidates and use_tokens as a scan of the whole text with every pattern would find them."""
-    from hermes_pipeline.tool_output import _AMOUNT, _ID_PATTERNS, _KEY_BEFORE, _NUMBER
+    from hermes_pipeline.analysis.tool_output import _AMOUNT, _ID_PATTERNS, _KEY_BEFORE, _NUMBER
     found = []
     for kind, pattern in _ID_PATTERNS:
         for m in pattern.finditer(text):
@@ -399,7 +400,7 @@ def _every_match(text):
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(_ID_FRAGMENTS), max_size=40))
 def test_identifiers_scanned_only_on_lines_holding_a_pattern_literal_are_those_of_a_whole_scan(parts):
-    from hermes_pipeline.tool_output import use_tokens
+    from hermes_pipeline.analysis.tool_output import use_tokens
     text = "".join(parts)
     candidates, used = _every_match(text)
     assert identifier_candidates(text) == candidates
@@ -410,7 +411,7 @@ def test_identifiers_scanned_only_on_lines_holding_a_pattern_literal_are_those_o
 @given(st.text(alphabet=st.sampled_from(list("ab-_./=$#&;|<>()*?~ \t\n\r\x0b\x0c") + ["é", "\u00a0"]), max_size=40))
 def test_a_command_without_quotes_or_escapes_splits_as_shlex_splits_it(segment):
     import shlex
-    from hermes_pipeline.artifacts import _words
+    from hermes_pipeline.analysis.artifacts import _words
     assert _words(segment) == shlex.split(segment, comments=False)
 
 

@@ -1,11 +1,11 @@
 """A conversation compacted again: the earlier summary's trail is the middle's, nothing stacks or grows."""
 import re
 
-from hermes_pipeline.carried import read_trail
-from hermes_pipeline.quality import extract_probes
+from hermes_pipeline.analysis.earlier_trail import read_trail
+from hermes_pipeline.analysis.probes import extract_probes
 from hermes_pipeline.summarizers.base import Summarizer, SummaryRequest, SummaryResult
 from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
-from hermes_pipeline.summarizers.fit import ARTIFACT, USER_WORDS, Line, fit
+from hermes_pipeline.summarizers.line_budget import ARTIFACT, USER_WORDS, Line, fit
 from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, message_text
 from tests.helpers.builders import assistant, calls, engine_for, long_log, result, system, user
@@ -82,7 +82,7 @@ def test_a_middle_that_is_only_the_earlier_summary_is_left_as_it_is(tmp_path):
     """A real session compacted again with a tail that keeps everything after the summary: nothing new lies
     between head and tail, and a summary of the summary only lost what it said (it once dropped the latest
     request and 5 open errors). At a context it fills by at least half it triggers and still fits; at 3/4 of
-    that it does not, and the fit step makes it (engine/fit.py)."""
+    that it does not, and the fit step makes it (engine/context_fit.py)."""
     source = shared(LONG_SESSIONS / "vsla-claude-sessions" / "9034225e-c367-4ab6-b1eb-1f478a7ae27a.jsonl")
     assert run_cli(tmp_path / "one", f"input={source}", "model.context_length=16000").returncode in (0, 2)
     compacted = tmp_path / "one" / "transcripts" / source.name

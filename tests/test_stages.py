@@ -1,7 +1,7 @@
 import json
 from collections import Counter
 
-from hermes_pipeline.engine.base import StageTools
+from hermes_pipeline.analysis.conversation import ConversationAnalysis
 from hermes_pipeline.engine.plan import (
     Settings, choose_summary_role, compute_budgets, find_head_end, find_tail_start, make_plan,
 )
@@ -87,8 +87,8 @@ def _plan(messages, tail_budget_context=4000, protect_last_n=4):
 
 
 def _prune(plan):
-    stats = Counter()
-    return PruneStage().apply(Draft(plan.original), plan, StageTools(), stats).messages, stats
+    draft = PruneStage().apply(Draft(plan.original, ConversationAnalysis()), plan)
+    return draft.messages, draft.counts
 
 
 def test_prune_clears_long_middle_outputs_but_never_head_or_tail():

@@ -109,8 +109,11 @@ def test_sweep_md_marks_the_pareto_front_best_first(grid):
 
 def _comparable(run: Path) -> tuple:
     transcripts = {p.relative_to(run): p.read_bytes() for p in sorted((run / "transcripts").rglob("*")) if p.is_file()}
-    manifest = [{k: v for k, v in row.items() if k not in TIMING} for row in read_jsonl(run / "manifest.jsonl")]
-    summary = {k: v for k, v in json.loads((run / "summary.json").read_text()).items() if k not in TIMING}
+    timing = lambda key: key in TIMING or key.endswith(".seconds")     # each stage's CPU seconds too
+    manifest = [{k: v for k, v in row.items() if not timing(k)} for row in read_jsonl(run / "manifest.jsonl")]
+    summary = {k: v for k, v in json.loads((run / "summary.json").read_text()).items() if not timing(k)}
+    summary["stages"] = {name: {k: v for k, v in entry.items() if k != "seconds"}
+                         for name, entry in summary["stages"].items()}
     return transcripts, manifest, summary
 
 

@@ -29,10 +29,12 @@ class Outcome:
     summary_tokens: int = 0
     noop_reason: str | None = None   # why nothing was compacted, in plain words
     stats: dict[str, int] = field(default_factory=dict)
-    quality: dict | None = None      # the deterministic quality score (stages/quality.py), when compacted
+    quality: dict | None = None      # the deterministic quality score (stages/score.py), when compacted
     extra: dict[str, Any] = field(default_factory=dict)   # engine-specific manifest fields
-    fits: bool | None = None         # the written conversation is within the safety net's share (engine/fit.py)
+    fits: bool | None = None         # the written conversation is within the safety net's share (engine/context_fit.py)
     fit_reason: str | None = None    # why it is not, when it is not
+    # each stage's counts and CPU seconds, by stage name (stages/chain.py), and the engine's own ("plan")
+    stages: dict[str, dict] = field(default_factory=dict)
 
 
 @dataclass
@@ -44,7 +46,7 @@ class Compaction:
 
 @dataclass(frozen=True)
 class StageTools:
-    """Shared components a stage may need; built once per run."""
+    """Shared components a stage may need; built once per run and given to each stage as it is built."""
     summarizer: Any = None
     counter: Any = None
     caching: Any = None              # CachingPolicy, or None when caching is off

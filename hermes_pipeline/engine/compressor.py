@@ -1,48 +1,41 @@
 """The built-in lossy engine: decide, plan once, run the stage chain (SPEC §2, §4)."""
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from hermes_pipeline.analysis.conversation import ConversationAnalysis
 from hermes_pipeline.config import ConfigError
 from hermes_pipeline.engine.base import Compaction, ContextEngine, EngineServices, Outcome
 from hermes_pipeline.engine.hygiene import hygiene_fires
 from hermes_pipeline.engine.plan import Plan
-from hermes_pipeline.stages.base import Draft
-from hermes_pipeline.tool_output import forget_texts
+from hermes_pipeline.stages.base import SUMMARY, Draft
+from hermes_pipeline.stages.chain import StageChain
 from hermes_pipeline.transcript import Conversation, is_summary_message
 from hermes_pipeline.usage import prompt_tokens
 
 if TYPE_CHECKING:
-    from hermes_pipeline.engine.fit import Fitting
-
-
-def check_chain(stages) -> None:
-    """Stages run in SPEC order (prune before assembly, cache marks last)."""
-    phases = [getattr(stage, "phase", 0) for stage in stages]
-    if phases != sorted(phases):
-        order = " -> ".join(getattr(stage, "name", type(stage).__name__) for stage in stages)
-        raise ConfigError(f"pipeline.stages out of order ({order}): the order is prune -> summarize -> "
-                          "assemble -> cache_mark -> quality (boundaries are planned once, before the stages)")
+    from hermes_pipeline.engine.context_fit import Fitting
 
 
 NOTHING_NEW = "nothing new to summarize: the middle is the earlier summary alone"
 FIT_PASSES = 2   # a second pass when the output came out over the limit though its plan was predicted to fit
-VERBATIM_PHASES = (3, 4, 6)     # the stages fit mode runs: summarize, assemble, quality
+PLAN = "plan"    # the engine's own entry beside the stages': token counts, trigger, plan and fit step
 
 
-def make_fitter(services: EngineServices):
-    """The fit check of the mode: the safety net's share (engine/fit.py), or training data's target
-    (engine/fit_mode.py). Imported here: both use the stages, which import this package."""
+def make_fitter(services: EngineServices, chain: StageChain):
+    """The fit check of the mode: the safety net's share (engine/context_fit.py), or training data's target
+    (engine/target_fit.py). Imported here: both use the stages, which import this package."""
     limit = services.budgets.fit_tokens
-    summarizes = any(getattr(stage, "phase", 0) == 3 for stage in services.stages)   # else the pruned middle stays
+    summarizes = chain.provides(SUMMARY)   # else the pruned middle stays
     if services.settings.mode == "fit":
         if not summarizes:
             raise ConfigError("compression.mode=fit needs a summarize stage (pipeline=default)")
-        from hermes_pipeline.engine.fit_mode import SpanFitter
+        from hermes_pipeline.engine.target_fit import SpanFitter
         return SpanFitter(services.tools.counter, limit, services.settings.target_protect_last_n)
-    from hermes_pipeline.engine.fit import Fitter
+    from hermes_pipeline.engine.context_fit import Fitter
     return Fitter(services.tools.counter, limit, summarizes)
 
 
@@ -59,15 +52,14 @@ class ContextCompressor(ContextEngine):
     name = "compressor"
 
     def __init__(self, services: EngineServices):
-        check_chain(services.stages)
+        chain = StageChain(services.stages)      # a chain that cannot work is a config error, here
         self.services = services
         self.budgets = services.budgets
         self.counter = services.tools.counter
         self.last_prompt_tokens: int | None = None
-        self.fitter = make_fitter(services)
+        self.fitter = make_fitter(services, chain)
         # fit mode keeps every kept message as it is: no pruning, no cache markers
-        self.stages = tuple(s for s in services.stages if getattr(s, "phase", 0) in VERBATIM_PHASES) \
-            if self.fitter.verbatim else services.stages
+        self.chain = chain.verbatim() if self.fitter.verbatim else chain
 
     def should_compress(self, prompt_tokens: int) -> bool:
         return self.services.enabled and prompt_tokens >= self.budgets.threshold_tokens
@@ -103,6 +95,15 @@ class ContextCompressor(ContextEngine):
         return "none", why
 
     def compress(self, conversation: Conversation) -> Compaction:
+        """The compaction, with each stage's counts and CPU seconds, and the plan's (the rest of the time)."""
+        started = time.thread_time()
+        compaction = self._compress(conversation)
+        stages = compaction.outcome.stages
+        in_stages = sum(entry.get("seconds", 0.0) for entry in stages.values())
+        stages.setdefault(PLAN, {})["seconds"] = time.thread_time() - started - in_stages
+        return compaction
+
+    def _compress(self, conversation: Conversation) -> Compaction:
         messages = conversation.messages
         counts = self.counter.count_messages(messages)
         before = sum(counts)
@@ -122,21 +123,24 @@ class ContextCompressor(ContextEngine):
         if not fitting.plan.middle and fitting.predicted >= before:
             why = self.fitter.why_not(fitting.plan, before)
             return unchanged(f"does not fit, and nothing can be shrunk: {why}", fit_reason=why)
-        draft, fitting, stats, spent = self._run_stages(plan, fitting)
+        draft, fitting, stats, stages, spent = self._run_stages(plan, fitting)
         output = list(draft.messages)
         summary = draft.summary
         if summary is not None and spent:
             summary = add_spent(summary, spent)
         after = self._count_output(messages, counts, output)
         if after >= before:   # a summary longer than what it replaced: the input stays as it is
-            return unchanged(f"compacting would not make it smaller ({before:,} -> {after:,} tokens)", summary)
+            kept = unchanged(f"compacting would not make it smaller ({before:,} -> {after:,} tokens)", summary)
+            kept.outcome.stages = stages     # the stages ran: their time was spent
+            return kept
         fits = self._fits(after)
         # which messages the summary replaced (of the conversation as read and repaired): hermes-pipeline-show
         removed = {"removed_span": [fitting.plan.head_end, fitting.plan.tail_start]}
         return Compaction(output, Outcome(
             True, trigger, before, after, self.name, summary,
             self.counter.count_text(summary.text) if summary else 0, None, dict(stats), draft.quality, removed,
-            fits=fits, fit_reason=None if fits in (True, None) else self.fitter.why_not(fitting.plan, after)), counts)
+            fits=fits, fit_reason=None if fits in (True, None) else self.fitter.why_not(fitting.plan, after),
+            stages=stages), counts)
 
     def _fits(self, tokens: int) -> bool | None:
         return tokens <= self.fitter.limit if self.fitter.checks else None
@@ -144,22 +148,21 @@ class ContextCompressor(ContextEngine):
     def _run_stages(self, plan: Plan, fitting: Fitting):
         """The stage chain on the fitted plan; once more, with the prediction's miss as slack, when the output
         came out over the limit (a model's summary may be longer than its budget). The draft, the fitting it
-        ran on, its stats, and the summaries of the passes that were not kept."""
+        ran on, the row's stats, each stage's counts and seconds (both passes), and the summaries of the passes
+        that were not kept."""
         spent = []
+        seconds: Counter = Counter()       # each stage's time over both passes; its counts are the kept pass's
+        analysis = ConversationAnalysis()
         for attempt in range(FIT_PASSES):
-            stats: Counter = Counter(fitting.actions)
+            plan_counts: Counter = Counter(fitting.actions)
             if attempt:
-                stats["fit_passes"] = attempt + 1
+                plan_counts["fit_passes"] = attempt + 1
             if fitting.plan.tail_widened:
-                stats["tail_widened_for_roles"] = fitting.plan.tail_widened
-            draft = Draft(fitting.plan.original)
-            try:
-                for stage in self.stages:
-                    draft = stage.apply(draft, fitting.plan, self.services.tools, stats)
-            finally:
-                forget_texts()
-            if not draft.assembled:
-                raise ConfigError("pipeline.stages has no assemble stage: nothing would be written")
+                plan_counts["tail_widened_for_roles"] = fitting.plan.tail_widened
+            with analysis.texts:        # what the stages read off the texts, remembered for this conversation
+                draft, per_stage = self.chain.run(Draft(fitting.plan.original, analysis), fitting.plan)
+            for name, entry in per_stage.items():
+                seconds[name] += entry["seconds"]
             if not self.fitter.checks or attempt == FIT_PASSES - 1:
                 break
             miss = self._count_output(list(plan.original), list(plan.counts), list(draft.messages)) - fitting.predicted
@@ -171,7 +174,13 @@ class ContextCompressor(ContextEngine):
             if draft.summary is not None:
                 spent.append(draft.summary)
             fitting = refit
-        return draft, fitting, stats, spent
+        stats = Counter(plan_counts)       # the row's stats: the plan's and every stage's counts, added up
+        stages = {PLAN: dict(plan_counts)}
+        for name, entry in per_stage.items():
+            counts = {k: v for k, v in entry.items() if k != "seconds"}
+            stats.update(counts)
+            stages[name] = {**counts, "seconds": seconds[name]}
+        return draft, fitting, stats, stages, spent
 
     def _count_output(self, messages: list[dict], counts: list[int], output: list[dict]) -> int:
         """Tokens of the output; messages passed through untouched keep their known count."""

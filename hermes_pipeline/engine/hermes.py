@@ -26,7 +26,7 @@ from hermes_pipeline.config import ConfigError
 from hermes_pipeline.engine.base import ContextEngine, EngineServices
 from hermes_pipeline.engine.hermes_abi import INSTALL, HermesEngine
 from hermes_pipeline.engine.hermes_summary import summary_answer
-from hermes_pipeline.quality import extract_probes
+from hermes_pipeline.analysis.probes import extract_probes
 from hermes_pipeline.summarizers.base import SummarizerFatalError, SummaryRequest, SummaryResult
 from hermes_pipeline.summarizers.redact import redact_secrets, strip_think
 

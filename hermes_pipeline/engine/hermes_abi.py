@@ -28,8 +28,9 @@ from typing import Any, Callable
 from hermes_pipeline.engine.base import Compaction, ContextEngine, EngineServices, Outcome
 from hermes_pipeline.engine.hygiene import hygiene_fires
 from hermes_pipeline.formats.base import bad_content_reason
-from hermes_pipeline.quality import extract_probes
-from hermes_pipeline.stages.quality import rate
+from hermes_pipeline.analysis.probes import extract_probes
+from hermes_pipeline.analysis.text_memo import TextMemo
+from hermes_pipeline.stages.score import rate
 from hermes_pipeline.summarizers.base import SummaryResult
 from hermes_pipeline.transcript import Conversation, message_text, pairing_problems
 
@@ -194,7 +195,8 @@ class HermesEngine(ContextEngine):
                                                 noop_reason=self.why_unchanged(engine)), counts)
         summaries = [message_text(m) for m in output if m.get(SUMMARY_FLAG)]
         output = [{k: v for k, v in m.items() if k != SUMMARY_FLAG} for m in output]
-        quality = rate(extract_probes(messages, removed, max_errors=None), output)
+        with TextMemo():         # the probes and the score read the same texts
+            quality = rate(extract_probes(messages, removed, max_errors=None), output)
         summary = self.summary_of(engine, "\n\n".join(summaries)) if summaries else None
         after = sum(self.counter.count_message(m) for m in output)
         return Compaction(output, Outcome(

@@ -22,7 +22,7 @@ import threading
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from hermes_pipeline.summarizers.base import Summarizer, SummarizerFatalError, SummaryRequest, SummaryResult
-from hermes_pipeline.summarizers.cache import request_key
+from hermes_pipeline.summarizers.request_cache import request_key
 from hermes_pipeline.summarizers.llm_calls import Tally
 from hermes_pipeline.summarizers.llm_errors import BadReply, CircuitOpen, classify, describe, retry_after
 from hermes_pipeline.summarizers.redact import REDACTED, redact_secrets

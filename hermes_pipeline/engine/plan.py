@@ -33,7 +33,7 @@ class Budgets:
     tail_token_budget: int      # tokens of recent messages kept verbatim
     max_summary_tokens: int
     # the most cl100k tokens a written conversation may hold: the safety net's share of the context in
-    # the model's own tokens (cl100k x model.token_scale); 0: not checked (engine/fit.py)
+    # the model's own tokens (cl100k x model.token_scale); 0: not checked (engine/context_fit.py)
     fit_tokens: int = 0
 
     def summary_tokens(self, content_tokens: int) -> int:
@@ -66,7 +66,7 @@ class Settings:
     prune_min_chars: int = 200
     keep_images: int = 3
     max_tool_arg_chars: int = 1500
-    mode: str = "compact"           # compact (head + summary + tail) | fit (training data: engine/fit_mode.py)
+    mode: str = "compact"           # compact (head + summary + tail) | fit (training data: engine/target_fit.py)
     target_protect_last_n: int = 4  # fit mode: the last messages never summarized
 
 
@@ -83,7 +83,7 @@ class Plan:
     summary_role: str               # the role that fits between head and tail
     previous_summary: str | None    # an earlier compaction summary found in the middle
     tail_widened: int = 0           # messages moved from middle to tail so a summary role fits
-    # what the fit step (engine/fit.py) changes so that the output fits the context:
+    # what the fit step (engine/context_fit.py) changes so that the output fits the context:
     pruned: frozenset = frozenset() # head and tail messages pruned as the middle is (indices into original)
     shorten: tuple = ()             # (index, characters kept) of head and tail tool outputs to shorten
     summary_budget: int | None = None   # a cut summary budget (None: the usual budget)

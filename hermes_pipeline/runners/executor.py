@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -21,15 +22,16 @@ from hermes_pipeline.inputs import InputFile
 from hermes_pipeline.jsonl import Rejected, quarantine_row
 from hermes_pipeline.output_tree import OutputTree
 from hermes_pipeline.progress import Progress
-from hermes_pipeline.run_folder import RunFolder, RunTotals, left_as_it_is, problem_row, run_log
-from hermes_pipeline.runners.compaction import Done, RecordOptions, compact_conversation, needs_engine
+from hermes_pipeline.run_folder import RunFolder, RunTotals, left_as_it_is, own_cpu_seconds, problem_row, run_log
+from hermes_pipeline.conversation_job import Done, RecordOptions, compact_conversation, needs_engine
 from hermes_pipeline.runners.work_stream import FileEnd, FileSkipped, FileStart, FileWork, Reused, WorkStream, \
     reusable
 from hermes_pipeline.state import Item
 from hermes_pipeline.summarizers.base import SummarizerFatalError
-from hermes_pipeline.testing.faults import checkpoint
+from hermes_pipeline.fault_injection import fault_point
 
 log = logging.getLogger(__name__)
+_END = object()
 
 
 @dataclass(frozen=True)
@@ -54,13 +56,17 @@ class Executor:
         self.totals = RunTotals()
 
     def run(self, inputs: list[InputFile]) -> RunTotals:
+        # the process's CPU so far (imports, Hydra, building the run): the start of summary.json's `stages`
+        self.totals.stages.add_seconds("start", own_cpu_seconds())
         sizes = sum(f.path.stat().st_size for f in inputs)
         with Progress(self.options.progress, sizes) as progress:
             self.progress = progress
             stream = WorkStream(inputs, self.tree, self.options, self.stop, progress)
             try:
                 if self.first is not None:
+                    started = time.thread_time()
                     self.first(inputs, self.tree, self.options, self.stop)
+                    self.totals.stages.add_seconds("batch_pass", time.thread_time() - started)
                 self._record_all(stream)
             except SummarizerFatalError as error:
                 self.totals.stopped = str(error)
@@ -70,6 +76,7 @@ class Executor:
                 self._abandon(stream, keep=False)
                 raise
             finally:
+                finish_started = time.thread_time()
                 self.folder.close()
         self.totals.interrupted = self.stop.is_set()
         if self.totals.status == "complete":
@@ -81,31 +88,51 @@ class Executor:
                 run_log.warning("%s: gone from the input; its output %s", rel,
                                 "deleted (incremental.prune=true)" if self.options.prune_removed else
                                 "kept, and reported again each run until incremental.prune=true")
+        self.totals.stages.add_seconds("finish", time.thread_time() - finish_started)
         return self.totals
 
     def _record_all(self, stream: WorkStream) -> None:
-        work: FileWork | None = None
+        self._work: FileWork | None = None     # the file whose records come in now
         options = RecordOptions(self.options.output_format, self.options.engine_fallback, self.options.replay,
                                 self.options.native)
-        for item in self.runner.map(partial(compact_conversation, options), stream, needs_engine):
-            if isinstance(item, FileSkipped):
-                earlier = self.state.quarantined_items(item.work.rel)
-                run_log.info("%s: unchanged since the last run, its %d record(s) kept%s", item.work.rel,
-                             item.work.unchanged_items, f" ({earlier} of them quarantined earlier)" if earlier else "")
-                self.totals.skipped_unchanged += item.work.unchanged_items
-                self.totals.quarantined_earlier += earlier
-                self.totals.files += 1
-                self.totals.bytes_skipped += item.work.stat.st_size    # not read: no part of MB/s
-            elif isinstance(item, FileStart):
-                work = item.work
-            elif isinstance(item, FileEnd):
-                self._finish(item.work, stream)
-            elif isinstance(item, Reused):
-                self._reuse(work, work.keys.popleft(), item.found)
-            elif isinstance(item, Rejected):
-                self._quarantine(work, work.keys.popleft(), item)
-            else:
-                self._done(work, work.keys.popleft(), item)
+        results = self.runner.map(partial(compact_conversation, options), self._timed(stream), needs_engine)
+        for item in results:
+            started = time.thread_time()
+            self._record(item, stream)
+            self.totals.stages.add_seconds("record", time.thread_time() - started)
+
+    def _timed(self, stream: WorkStream):
+        """The work stream, its CPU (reading and splitting the input, this thread) counted as `read`."""
+        items = iter(stream)
+        while True:
+            started = time.thread_time()
+            item = next(items, _END)
+            self.totals.stages.add_seconds("read", time.thread_time() - started)
+            if item is _END:
+                return
+            yield item
+
+    def _record(self, item, stream: WorkStream) -> None:
+        """One result in the run folder, the state and the output tree."""
+        work = self._work
+        if isinstance(item, FileSkipped):
+            earlier = self.state.quarantined_items(item.work.rel)
+            run_log.info("%s: unchanged since the last run, its %d record(s) kept%s", item.work.rel,
+                         item.work.unchanged_items, f" ({earlier} of them quarantined earlier)" if earlier else "")
+            self.totals.skipped_unchanged += item.work.unchanged_items
+            self.totals.quarantined_earlier += earlier
+            self.totals.files += 1
+            self.totals.bytes_skipped += item.work.stat.st_size    # not read: no part of MB/s
+        elif isinstance(item, FileStart):
+            self._work = item.work
+        elif isinstance(item, FileEnd):
+            self._finish(item.work, stream)
+        elif isinstance(item, Reused):
+            self._reuse(work, work.keys.popleft(), item.found)
+        elif isinstance(item, Rejected):
+            self._quarantine(work, work.keys.popleft(), item)
+        else:
+            self._done(work, work.keys.popleft(), item)
 
     def _finish(self, work: FileWork, stream: WorkStream) -> None:
         stream.open.remove(work)
@@ -161,12 +188,12 @@ class Executor:
         elif done.done_as is not None and self.state is not None:
             # the next run reads the input as this one wrote it: nothing new there, nothing to do
             self.state.commit(work.rel, done.done_as, "unchanged", None, None, None)
-        checkpoint("committed")
+        fault_point("committed")
         if done.quarantine is not None:
             self.folder.quarantine.write(done.quarantine)
             run_log.warning("set aside (%s): %s", row["status"], row.get("error"))
         self._row(work, row)
-        checkpoint("listed")
+        fault_point("listed")
         if done.data is not None and not store:
             work.sink.write(done.data)
 

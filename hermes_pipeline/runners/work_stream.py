@@ -27,7 +27,7 @@ from hermes_pipeline.input_files import BINARY, DOCUMENT, Contents, read_input, 
 from hermes_pipeline.jsonl import READ_CHUNK, Record, Rejected, Unparsed, parsed, reject
 from hermes_pipeline.output_tree import FileSink, OutputTree
 from hermes_pipeline.state import Item
-from hermes_pipeline.testing.faults import checkpoint
+from hermes_pipeline.fault_injection import fault_point
 from hermes_pipeline.transcript import Conversation
 
 DETECT_WINDOW = 50          # records read ahead to find one that shows the format ...
@@ -127,7 +127,7 @@ class WorkStream:
         for input_file in self.inputs:
             if self.stop.is_set():
                 return
-            checkpoint("file")
+            fault_point("file")
             work = FileWork(input_file, input_file.relative.as_posix(), input_file.path.stat())
             if self.state is not None:
                 work.unchanged_items = self.state.file_unchanged(work.rel, work.stat,

@@ -4,9 +4,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from hermes_pipeline.config import ConfigError
 from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import MERGE, Plan
-from hermes_pipeline.stages.base import Draft, Stage
+from hermes_pipeline.stages.base import OUTPUT, SOURCE, SUMMARY, Draft, Stage
 from hermes_pipeline.transcript import (
     COMPACTION_NOTE, SUMMARY_END, SUMMARY_PREFIX, message_text, role, turns, visible_role,
 )
@@ -85,22 +86,36 @@ def merged_into_first_visible(tail: list[dict], block: str) -> list[dict]:
 
 
 class AssembleStage(Stage):
+    """`middle: summary` puts the summary between head and tail; `middle: pruned` keeps the pruned middle
+    (observation masking, pipeline=mask_only: a chain without summarize)."""
     name = "assemble"
     phase = 4
+    provides = frozenset({OUTPUT})
+    MIDDLES = ("summary", "pruned")
 
-    def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
+    def __init__(self, tools: StageTools | None = None, middle: str = "summary"):
+        super().__init__(tools)
+        if middle not in self.MIDDLES:
+            raise ConfigError(f"assemble: middle={middle!r}, expected one of {', '.join(self.MIDDLES)}")
+        self.middle = middle
+        self.needs = frozenset({SOURCE, SUMMARY} if middle == "summary" else {SOURCE})
+
+    def apply(self, draft: Draft, plan: Plan) -> Draft:
+        stats: Counter = Counter()
         head = list(draft.messages[:plan.head_end])     # as pruned: the fit step may clear its tool outputs
         if head and role(head[0]) == "system" and plan.previous_summary is None and plan.middle \
                 and not plan.verbatim:
             head[0] = add_compaction_note(head[0])
         tail = list(draft.messages[plan.tail_start:])
         compacted = messages_summarized(plan.middle)
-        if draft.summary is None:   # a chain without summarize keeps the pruned middle (observation masking)
+        if self.middle == "pruned":
             middle = list(draft.messages[plan.head_end:plan.tail_start])
+        elif draft.summary is None:     # nothing to summarize: the fit step only cleared head and tail outputs
+            middle = []
         elif plan.summary_role == MERGE:
             middle = []
             tail = merged_into_first_visible(tail, summary_message(draft.summary.text, "", compacted)["content"])
             stats["summary_merged_into_tail"] += 1
         else:
             middle = [summary_message(draft.summary.text, plan.summary_role, compacted)]
-        return draft.but(messages=tuple(sanitize_tool_pairs(head + middle + tail, stats)), assembled=True)
+        return draft.but(messages=tuple(sanitize_tool_pairs(head + middle + tail, stats)), counts=stats)

@@ -1,19 +1,30 @@
-"""The stage interface: a transform of one draft, guided by a frozen plan.
+"""The stage contract: `apply(draft, plan) -> Draft`, with the stage's tools given when it is built.
 
-A stage never changes its input draft; it returns a new one, and counts what
-it did in `stats` (merged into the manifest row). Each stage names its SPEC
-phase, so a chain in the wrong order is refused when the engine is built.
+A stage never changes its input draft; it returns a new one, and what it counted
+goes in that draft's `counts` (the chain files them under the stage's name, with
+the stage's CPU time: the row's `prune.tool_outputs_pruned`, `summarize.seconds`).
+Each stage says what it needs from the stages before it and what it provides,
+and names its SPEC phase: the chain is checked when it is built (chain.py).
 """
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
-from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import Plan
-from hermes_pipeline.quality import Probes, extract_probes
 from hermes_pipeline.summarizers.base import SummaryResult
+
+if TYPE_CHECKING:
+    from hermes_pipeline.analysis.conversation import ConversationAnalysis
+
+# what stages provide and need: the chain starts with SOURCE, and the engine writes OUTPUT
+SOURCE = "messages aligned with the plan"
+SUMMARY = "summary"
+OUTPUT = "assembled conversation"
+QUALITY = "quality score"
 
 
 @dataclass(frozen=True)
@@ -25,27 +36,31 @@ class Draft:
     compacted conversation.
     """
     messages: tuple[dict, ...]
+    analysis: "ConversationAnalysis"     # what the conversation holds (probes), made once for it
     summary: SummaryResult | None = None
-    assembled: bool = False
-    probes: Probes | None = None     # what the removed middle held (computed once, by the first stage asking)
-    quality: dict | None = None      # the quality stage's score
+    quality: dict | None = None          # the score stage's result
+    counts: dict = field(default_factory=dict)   # what the stage that made this draft counted
 
     def but(self, **changes) -> "Draft":
         return replace(self, **changes)
 
 
-def probes_of(draft: Draft, plan: Plan) -> Probes:
-    """The quality probes of the plan's middle, from the draft when a stage already made them."""
-    if draft.probes is not None:
-        return draft.probes
-    # every distinct error is kept here: the summarizer wants them all, the score the last few
-    return extract_probes(list(plan.original), range(plan.head_end, plan.tail_start), max_errors=None)
-
-
 class Stage(ABC):
     name: str = ""
-    phase: int = 0          # SPEC §4 phase: 1 prune, 3 summarize, 4 assemble, 5 cache-mark; 6 quality
+    phase: int = 0          # SPEC §4 phase: 1 prune, 3 summarize, 4 assemble, 5 cache-mark; 6 score
+    needs: frozenset = frozenset()
+    provides: frozenset = frozenset()
+    keeps_messages_verbatim = True      # fit mode runs only the stages that leave kept messages as they are
+
+    def __init__(self, tools: StageTools | None = None):
+        self.tools = tools or StageTools()
+
+    def with_tools(self, tools: StageTools) -> "Stage":
+        """This stage with other tools (an engine that wraps the summarizer for one conversation: lcm)."""
+        other = copy.copy(self)
+        other.tools = tools
+        return other
 
     @abstractmethod
-    def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
+    def apply(self, draft: Draft, plan: Plan) -> Draft:
         """This stage's one job."""

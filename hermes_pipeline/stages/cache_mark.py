@@ -6,12 +6,10 @@ result (REFERENCE §19), and the caller's messages are never mutated.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
-from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import Plan
-from hermes_pipeline.stages.base import Draft, Stage
+from hermes_pipeline.stages.base import OUTPUT, Draft, Stage
 from hermes_pipeline.transcript import role, strip_cache_control
 
 CACHING_PROVIDERS = {"anthropic": "Anthropic", "openrouter": "OpenRouter"}
@@ -78,9 +76,11 @@ def apply_anthropic_cache_control(messages: list[dict], policy: CachingPolicy) -
 class CacheMarkStage(Stage):
     name = "cache_mark"
     phase = 5
+    needs = frozenset({OUTPUT})      # markers go on the conversation as written
+    keeps_messages_verbatim = False
 
-    def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
-        policy = tools.caching
+    def apply(self, draft: Draft, plan: Plan) -> Draft:
+        policy = self.tools.caching
         if policy is None or not policy.enabled:
             return draft
         return draft.but(messages=tuple(apply_anthropic_cache_control(list(draft.messages), policy)))

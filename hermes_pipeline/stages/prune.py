@@ -5,7 +5,7 @@ long tool-call arguments are shortened while staying valid JSON (REFERENCE §9),
 and only the newest images are kept (§10). A tail that alone is far over its
 budget gets its older tool outputs demoted too, keeping the last 3 messages
 verbatim (§6): so that a tail which alone fills the context can still be compacted.
-The fit step (engine/fit.py) may name more head and tail tool outputs to clear or
+The fit step (engine/context_fit.py) may name more head and tail tool outputs to clear or
 shorten, so that the output fits the context. The summarizer reads the unpruned originals.
 """
 from __future__ import annotations
@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import Plan, Settings
-from hermes_pipeline.stages.base import Draft, Stage
+from hermes_pipeline.stages.base import SOURCE, Draft, Stage
 from hermes_pipeline.transcript import is_image_part, is_tool_result, message_text, tool_calls
 
 PRUNED_TOOL_OUTPUT = "[Old tool output cleared to save context space]"
@@ -97,8 +96,11 @@ def demoted_in_tail(plan: Plan) -> list[int]:
 class PruneStage(Stage):
     name = "prune"
     phase = 1
+    needs = frozenset({SOURCE})      # indices of the plan: before assembly
+    keeps_messages_verbatim = False
 
-    def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
+    def apply(self, draft: Draft, plan: Plan) -> Draft:
+        stats: Counter = Counter()
         messages = list(draft.messages)
         for i in range(plan.head_end, plan.tail_start):
             messages[i] = prune_message(messages[i], plan.settings, stats)
@@ -107,7 +109,7 @@ class PruneStage(Stage):
             messages[i] = cleared_tool_output(messages[i])
             stats["tail_tool_outputs_demoted"] += 1
         self._fit(messages, plan, stats)
-        return draft.but(messages=tuple(messages))
+        return draft.but(messages=tuple(messages), counts=stats)
 
     @staticmethod
     def _fit(messages: list[dict], plan: Plan, stats: Counter) -> None:

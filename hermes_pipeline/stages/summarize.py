@@ -4,22 +4,20 @@ The configured summarizer gets the unpruned middle (and an earlier summary to
 update, if the transcript has one). Whatever it returns is cleaned at this one
 boundary: reasoning blocks stripped, secrets redacted. A failing or empty
 summary falls back to the embedded summarizer (summarizers/fallback.py); the
-middle is never dropped without a summary (REFERENCE §13). A model's summary
-is checked against the artifact trail of the middle (files changed, last
-errors) and gets an "Artifact Trail" section naming what it left out, within
-its budget.
+middle is never dropped without a summary (REFERENCE §13). A model's summary is checked against the
+artifact trail of the middle (files changed, last errors) and gets an
+"Artifact Trail" section naming what it left out, within its budget.
 """
 from __future__ import annotations
 
 from collections import Counter
 
-from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import Plan
-from hermes_pipeline.stages.base import Draft, Stage, probes_of
+from hermes_pipeline.stages.base import SUMMARY, Draft, Stage
 from hermes_pipeline.summarizers.base import SummaryRequest
 from hermes_pipeline.summarizers.fallback import with_fallback
 from hermes_pipeline.summarizers.redact import redact_secrets, strip_think
-from hermes_pipeline.summarizers.trail import artifact_trail_patch
+from hermes_pipeline.summarizers.artifact_trail import artifact_trail_patch
 from hermes_pipeline.transcript import is_summary_message
 
 EXTRACTIVE = "extractive"    # the embedded summarizer: it writes the artifact trail itself
@@ -29,11 +27,13 @@ TRAIL_ROOM = 0.20    # share of the summary budget the Artifact Trail may add to
 class SummarizeStage(Stage):
     name = "summarize"
     phase = 3
+    provides = frozenset({SUMMARY})
 
-    def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
+    def apply(self, draft: Draft, plan: Plan) -> Draft:
         if not plan.middle:     # the fit step only cleared head and tail tool outputs: nothing to summarize
             return draft
-        probes = probes_of(draft, plan)     # made once: the embedded summarizer, the guard and the score use them
+        tools, stats = self.tools, Counter()
+        probes = draft.analysis.probes(plan)     # the embedded summarizer, the guard and the score share them
         request = SummaryRequest(
             conversation_id=plan.conversation_id,
             middle=[m for m in plan.middle if not is_summary_message(m)],
@@ -58,4 +58,4 @@ class SummarizeStage(Stage):
             if missed["left_out"]:
                 stats["artifact_trail_items_left_out"] += missed["left_out"]
         result.text = redact_secrets(text)
-        return draft.but(summary=result, probes=probes)
+        return draft.but(summary=result, counts=stats)

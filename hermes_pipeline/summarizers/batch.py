@@ -27,7 +27,7 @@ from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import SummarizerFatalError
 from hermes_pipeline.summarizers.batch_ledger import Ledger
 from hermes_pipeline.summarizers.llm_errors import classify_item
-from hermes_pipeline.testing.faults import checkpoint
+from hermes_pipeline.fault_injection import fault_point
 
 log = logging.getLogger(__name__)
 MAX_ROUNDS = 8              # a whole request, parts of parts (up to 16), their merges
@@ -123,7 +123,7 @@ class BatchRun:
     def _wait(self, pending: list[dict]) -> None:
         delay, failures = min(FIRST_POLL_S, self.s.batch_poll_s), {r["id"]: 0 for r in pending}
         while pending and not self.stop.wait(delay):
-            checkpoint("batch_poll")
+            fault_point("batch_poll")
             for record in list(pending):
                 try:
                     ended, counts = self.s._run(self.s.batch_status(record))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from hermes_pipeline.artifacts import call_arguments, string_leaves
+from hermes_pipeline.analysis.artifacts import call_arguments, string_leaves
 
 _DEFINITION = re.compile(
     r"(?:\b(?:def|class|function|fn|func|struct|enum|union|interface|type|typedef|trait|impl|module|macro_rules!)\s+"

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import re
 
-from hermes_pipeline.artifacts import call_arguments, paired_results, shell_command
+from hermes_pipeline.analysis.artifacts import call_arguments, paired_results, shell_command
 from hermes_pipeline.summarizers.prompt import defuse
-from hermes_pipeline.tool_output import clip_verbatim, error_lines, normalize
+from hermes_pipeline.analysis.tool_output import clip_verbatim, error_lines, normalize
 from hermes_pipeline.transcript import message_text, role, tool_calls
 
 LONG_OUTPUT_CHARS = 400      # a tool output longer than this is sent as its digest (when that halves it)

@@ -10,10 +10,10 @@ summary in the input, of any layout (earlier.py), is updated, not stacked: its
 lines keep their sections, its plans are marked `(earlier)` until the middle's
 own task list says where they stand. A section with nothing in it is left out.
 When the lines exceed the budget, the least important go first (oldest first
-within a rank); the user's words are shortened only as a last resort (fit.py).
+within a rank); the user's words are shortened only as a last resort (line_budget.py).
 
 What counts as a file change, an error line or an identifier is decided by
-hermes_pipeline.artifacts and hermes_pipeline.tool_output, the same detection
+hermes_pipeline.analysis.artifacts and hermes_pipeline.analysis.tool_output, the same detection
 the quality score uses.
 """
 from __future__ import annotations
@@ -21,21 +21,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from hermes_pipeline.artifacts import (
+from hermes_pipeline.analysis.artifacts import (
     call_arguments, command_key, file_actions, paired_results, string_leaves,
 )
-from hermes_pipeline.carried import read_trail
-from hermes_pipeline.quality import MAX_ERRORS, extract_probes
+from hermes_pipeline.analysis.earlier_trail import read_trail
+from hermes_pipeline.analysis.probes import MAX_ERRORS, extract_probes
 from hermes_pipeline.summarizers.base import SECTIONS, Summarizer, SummaryRequest, SummaryResult
 from hermes_pipeline.summarizers.code_names import change_excerpt, changed_names, mentioned_names
 from hermes_pipeline.summarizers.earlier import read_sections
-from hermes_pipeline.summarizers.fit import ARTIFACT, CHATTER, KEY, RECENT, USEFUL, Collector, fit, render
-from hermes_pipeline.summarizers.forms import grouped_identifiers, grouped_paths
+from hermes_pipeline.summarizers.line_budget import ARTIFACT, CHATTER, KEY, RECENT, USEFUL, Collector, fit, render
+from hermes_pipeline.summarizers.grouped_names import grouped_identifiers, grouped_paths
 from hermes_pipeline.summarizers.progress import add_progress, clip, note
 from hermes_pipeline.summarizers.requests import add_user_words, user_turns
 from hermes_pipeline.summarizers.speech import as_task, is_talk, plain, sentences
 from hermes_pipeline.tokens import TokenCounter
-from hermes_pipeline.tool_output import amounts, normalize
+from hermes_pipeline.analysis.tool_output import amounts, normalize
 from hermes_pipeline.transcript import is_summary_message, message_text, role, tool_calls
 from hermes_pipeline.work_state import PLAN_KEYS, task_lists
 

@@ -27,7 +27,7 @@ from hermes_pipeline.config.schema import (
     AuxiliaryCompressionConfig, BatchConfig, BreakerConfig, CacheConfig, LLMSummarizerConfig, RetryConfig, filled)
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import SummarizerFatalError
-from hermes_pipeline.summarizers.cache import RequestCache, request_key
+from hermes_pipeline.summarizers.request_cache import RequestCache, request_key
 from hermes_pipeline.summarizers.llm_errors import (
     AuthOrQuota, BadReply, CircuitOpen, ContextTooLong, Gathered, classify, describe, retry_after)
 from hermes_pipeline.summarizers.redact import REDACTED, redact_secrets

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import re
 
-from hermes_pipeline.artifacts import call_arguments, command_key, file_actions, paired_results, shell_command
-from hermes_pipeline.summarizers.fit import ARTIFACT, CHATTER, KEY, RECENT, USEFUL, Collector
+from hermes_pipeline.analysis.artifacts import call_arguments, command_key, file_actions, paired_results, shell_command
+from hermes_pipeline.summarizers.line_budget import ARTIFACT, CHATTER, KEY, RECENT, USEFUL, Collector
 from hermes_pipeline.summarizers.speech import (
     as_statement, as_task, has_specifics, is_code_fragment, is_decision, is_speculation, is_talk, plain, sentences,
 )
-from hermes_pipeline.tool_output import error_lines, normalize
+from hermes_pipeline.analysis.tool_output import error_lines, normalize
 from hermes_pipeline.transcript import message_text, role, tool_calls
 from hermes_pipeline.work_state import PLAN_KEYS, TaskList, last_plan, outcomes, statements
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hermes_pipeline.quality import LONG_TURN_CHARS, substantive_user_text, user_turn_units
-from hermes_pipeline.summarizers.fit import KEY, USER_WORDS, Collector
+from hermes_pipeline.analysis.probes import LONG_TURN_CHARS, substantive_user_text, user_turn_units
+from hermes_pipeline.summarizers.line_budget import KEY, USER_WORDS, Collector
 from hermes_pipeline.summarizers.redact import strip_think
 from hermes_pipeline.summarizers.speech import asks, is_ack, plain, sentences
-from hermes_pipeline.tool_output import normalize
+from hermes_pipeline.analysis.tool_output import normalize
 from hermes_pipeline.transcript import is_summary_message, message_text, role, visible_role
 
 ANSWER_CHARS = 80         # a user turn up to this long, right after the agent asked something, is an answer

@@ -29,7 +29,7 @@ def without_note(message: dict) -> dict:
 
 
 def changed_by_fit(kept: dict, source: dict) -> bool:
-    """A head or tail message as the fit step may leave it (engine/fit.py): a tool output cleared, or shortened
+    """A head or tail message as the fit step may leave it (engine/context_fit.py): a tool output cleared, or shortened
     to its own start and end around a marker; long tool-call arguments shortened, the calls the same and their
     arguments still valid JSON. A user message never."""
     if kept.get("role") == "tool" and source.get("role") == "tool":

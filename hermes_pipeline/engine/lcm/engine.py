@@ -126,7 +126,8 @@ class LCMEngine(ContextEngine):
             conversation.id, conversation.source, conversation.format))
         # a compressor of this call's own, so threads never share the per-conversation keeper
         keeper = _Keeper(self.services.tools.summarizer, self, conversation, record_id)
-        services = replace(self.services, tools=replace(self.services.tools, summarizer=keeper))
+        tools = replace(self.services.tools, summarizer=keeper)
+        services = replace(self.services, tools=tools, stages=tuple(s.with_tools(tools) for s in self.services.stages))
         compaction = ContextCompressor(services).compress(conversation)
         outcome = compaction.outcome
         outcome.engine = self.name

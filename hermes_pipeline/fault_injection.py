@@ -1,8 +1,9 @@
-"""Deaths on cue, for the resume tests: `HERMES_FAULT=<point>:<n>` kills the process with
-SIGKILL the n-th time the run loop passes <point> (a real kill -9, at a chosen moment).
+"""Deaths on cue, a seam of the product for its resume tests: `HERMES_FAULT=<point>:<n>` kills the
+process with SIGKILL the n-th time the run loop passes <point> (a real kill -9, at a chosen moment).
 
 Points: `file` (a file is about to be read), `committed` (a conversation is in the state
-store, not yet in the manifest), `listed` (in the manifest, not yet in its output file).
+store, not yet in the manifest), `listed` (in the manifest, not yet in its output file),
+`batch_poll` (a batch run is about to look at its batches).
 Unset (always, outside the tests) it costs one dictionary lookup per call.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ _POINT, _, _NTH = _SPEC.partition(":")
 _passed: Counter = Counter()
 
 
-def checkpoint(point: str) -> None:
+def fault_point(point: str) -> None:
     if point != _POINT:
         return
     _passed[point] += 1

@@ -1,7 +1,7 @@
 """A guard for model-written summaries: add the files, errors, open tasks and commits the model left out.
 
 `artifact_trail_patch` checks a summary against the probes of the middle it
-replaced (hermes_pipeline.quality) and appends a short `## Artifact Trail`
+replaced (hermes_pipeline.analysis.probes) and appends a short `## Artifact Trail`
 section naming the changed files, the error lines, the open task-list items
 (or the plan last stated) and the commits the summary does not name, within the
 summary's token budget. Deterministic and model-free: the same summary and
@@ -10,9 +10,10 @@ changed last before older ones, commits, fixed errors, when not everything fits.
 """
 from __future__ import annotations
 
-from hermes_pipeline.quality import Haystack, Probes
-from hermes_pipeline.summarizers.forms import grouped_paths
-from hermes_pipeline.tool_output import normalize
+from hermes_pipeline.analysis.probes import Probes
+from hermes_pipeline.analysis.score import Haystack
+from hermes_pipeline.summarizers.grouped_names import grouped_paths
+from hermes_pipeline.analysis.tool_output import normalize
 
 HEADING = "## Artifact Trail"
 INTRO = "Not named above, from the compacted turns:"

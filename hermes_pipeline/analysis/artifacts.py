@@ -11,6 +11,7 @@ import json
 import re
 import shlex
 
+from hermes_pipeline.analysis.text_memo import per_conversation
 from hermes_pipeline.transcript import message_text, turns
 
 # -- paths ---------------------------------------------------------------------------------
@@ -150,7 +151,7 @@ def _outside_quotes(text: str, pattern: re.Pattern) -> list[str]:
 _PIPE = re.compile(r"\|")
 
 
-@functools.lru_cache(maxsize=4096)   # the score and the summarizer parse the same commands
+@per_conversation   # the score and the summarizer parse the same commands
 def command_programs(command: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """(program, arguments) of each simple command, pipelines included, heredoc bodies left out."""
     programs = []
@@ -232,7 +233,7 @@ def call_arguments(call: dict) -> dict:
     return _parsed_arguments(raw) if isinstance(raw, str) else {}
 
 
-@functools.lru_cache(maxsize=8192)   # the probes, the summarizer and the score read each call several times
+@per_conversation   # the probes, the summarizer and the score read each call several times
 def _parsed_arguments(raw: str) -> dict:
     try:
         parsed = json.loads(raw)
@@ -287,7 +288,7 @@ def file_actions(call: dict, result: dict | None) -> list[tuple[str, str]]:
     return list(_file_actions_uncached(name, call_arguments(call), head))
 
 
-@functools.lru_cache(maxsize=8192)
+@per_conversation
 def _file_actions(name: str, raw: str, head: str | None) -> tuple[tuple[str, str], ...]:
     return _file_actions_uncached(name, _parsed_arguments(raw), head)
 
@@ -325,12 +326,6 @@ def _file_actions_uncached(name: str, args: dict, head: str | None) -> tuple[tup
     if action == "written" and "updated" in output[:200].lower():
         found = [(p, "edited" if a == "written" else a) for p, a in found]
     return tuple((canonical_path(p), a) for p, a in found if _checkable(canonical_path(p)))
-
-
-def forget_calls() -> None:
-    """Empty the per-text caches of tool calls (tool_output.forget_texts calls this after a conversation)."""
-    _parsed_arguments.cache_clear()
-    _file_actions.cache_clear()
 
 
 def shell_command(call: dict) -> str | None:

@@ -1,4 +1,4 @@
-"""Last: a deterministic quality score of the compaction, from its input (hermes_pipeline.quality).
+"""Last: a deterministic quality score of the compaction, from its input (hermes_pipeline.analysis).
 
 The probes come from the messages the compaction removed (files changed and
 read, the user's turns, the last errors, identifiers used again later, the open
@@ -12,22 +12,25 @@ import re
 from collections import Counter
 from dataclasses import replace
 
-from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import Plan
-from hermes_pipeline.quality import MAX_ERRORS, Probes, score
-from hermes_pipeline.stages.base import Draft, Stage, probes_of
+from hermes_pipeline.analysis.probes import MAX_ERRORS, Probes
+from hermes_pipeline.analysis.score import score
+from hermes_pipeline.stages.base import OUTPUT, QUALITY, Draft, Stage
 from hermes_pipeline.summarizers.speech import is_talk
 
 MISSED_SHOWN = 20    # missed items listed per kind in a manifest row (the counts are always whole)
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 
 
-class QualityStage(Stage):
-    name = "quality"
+class ScoreStage(Stage):
+    name = "score"
     phase = 6
+    needs = frozenset({OUTPUT})      # it scores the conversation as written
+    provides = frozenset({QUALITY})
 
-    def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
-        probes = probes_of(draft, plan)
+    def apply(self, draft: Draft, plan: Plan) -> Draft:
+        stats: Counter = Counter()
+        probes = draft.analysis.probes(plan)
         result = rate(probes, draft.messages)
         if draft.summary is not None:      # how much of the summary is talk, not state (speech.is_talk)
             bullets = [line for line in draft.summary.text.splitlines() if _BULLET.match(line)]
@@ -35,7 +38,7 @@ class QualityStage(Stage):
             stats["summary_bullets"] = len(bullets)
             stats["summary_chatter_bullets"] = talk
             stats["summary_chatter_share"] = round(talk / len(bullets), 4) if bullets else 0.0
-        return draft.but(probes=probes, quality=result)
+        return draft.but(quality=result, counts=stats)
 
 
 def rate(probes: Probes, compacted_messages) -> dict:

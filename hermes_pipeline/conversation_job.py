@@ -49,6 +49,7 @@ def needs_engine(item: Any) -> bool:
 
 def compact_conversation(options: RecordOptions, engine: ContextEngine | None, item: Any) -> Any:
     """A Done for a conversation; anything else (a marker, a rejected line, a reused one) as it is."""
+    parse_started = time.thread_time()       # CPU of this thread: each conversation is charged its own
     if isinstance(item, Deferred):
         item = item.read()      # a line parsed here, next to its compaction (a worker, with workers)
     if not isinstance(item, Conversation):
@@ -57,6 +58,8 @@ def compact_conversation(options: RecordOptions, engine: ContextEngine | None, i
     as_read = item.messages
     try:
         item = repair_tool_pairing(item)
+        engine_started = time.thread_time()
+        cpu = {"parse": {"seconds": engine_started - parse_started}}
         result = engine.compress(item)
     except SummarizerFatalError:
         raise
@@ -65,6 +68,9 @@ def compact_conversation(options: RecordOptions, engine: ContextEngine | None, i
         log.debug("traceback of %s", item.source, exc_info=True)
         return failed(item, f"compaction failed: {type(error).__name__}: {error}")
     seconds = time.perf_counter() - started
+    # the compressor reports each stage and its plan; an engine that reports nothing is charged as a whole
+    cpu.update(result.outcome.stages or {"engine": {"seconds": time.thread_time() - engine_started}})
+    write_started = time.thread_time()
     out_fmt, out_layout = output_format(get_format(item.format), item.layout, options.output_format)
     try:
         if _as_it_was(item, as_read, result.messages, out_fmt.name, out_layout):
@@ -76,11 +82,17 @@ def compact_conversation(options: RecordOptions, engine: ContextEngine | None, i
     except Exception as error:   # a writer bug costs this conversation, not the run
         log.exception("conversation %s (%s) could not be written", item.id, item.source)
         return failed(item, f"writing failed: {type(error).__name__}: {error}")
-    row = conversation_row(item, len(result.messages), result.outcome, seconds, options.engine_fallback)
+    cpu["write"] = {"seconds": time.thread_time() - write_started}
+    replay = None
+    if options.replay is not None:
+        replay_started = time.thread_time()
+        replay = replay_for_conversation(item.messages, result.counts, options.replay)
+        cpu["replay"] = {"seconds": time.thread_time() - replay_started}
+    row = conversation_row(item, len(result.messages), result.outcome, seconds, options.engine_fallback, cpu)
     if written.row:
         row["native"] = written.row
-    if options.replay is not None:
-        row["replay"] = replay_for_conversation(item.messages, result.counts, options.replay)
+    if replay is not None:
+        row["replay"] = replay
     return Done(row, data, done_as=written.done_as)
 
 

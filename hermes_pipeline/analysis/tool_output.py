@@ -6,11 +6,9 @@ regex pass each; no model involved.
 """
 from __future__ import annotations
 
-import functools
 import re
 
-from hermes_pipeline import artifacts
-from hermes_pipeline.artifacts import command_programs
+from hermes_pipeline.analysis.text_memo import per_conversation
 
 ERROR_CHARS = 160         # an error line is matched on its first characters (summaries clip long ones)
 
@@ -81,7 +79,7 @@ def _line_start_hits(text: str, pattern: re.Pattern, literals: tuple[str, ...]) 
     return [m.start() for start, end in _lines_holding(text, literals) if (m := pattern.match(text, start, end))]
 
 
-@functools.lru_cache(maxsize=4096)   # the score and the summarizer read the same tool outputs
+@per_conversation   # the score and the summarizer read the same tool outputs
 def error_lines(text: str) -> tuple[str, ...]:
     """Error lines of one command's output, in order, each normalized; one scan per pattern."""
     hits = sorted(_error_hits(text))
@@ -249,17 +247,8 @@ def amounts(text: str) -> list[tuple[str, str]]:
     return [(m.group(2), m.group(1)) for m in _AMOUNT.finditer(text)]
 
 
-@functools.lru_cache(maxsize=8192)   # the same texts are read for probes and again for the score
+@per_conversation   # the same texts are read for probes and again for the score
 def use_tokens(text: str) -> frozenset[str]:
     tokens = {m.group(0).rstrip(".,;:") for _, pattern, spans in _id_patterns(text)
               for m in _matches(pattern, text, spans)}
     return frozenset(tokens | set(_NUMBER.findall(text)))
-
-
-def forget_texts() -> None:
-    """Empty the caches above (and the command parser's): they serve one conversation, read twice
-    (probes, then summary and score); the parsed tool calls too; emptied after each one, memory follows the largest conversation."""
-    error_lines.cache_clear()
-    use_tokens.cache_clear()
-    command_programs.cache_clear()
-    artifacts.forget_calls()

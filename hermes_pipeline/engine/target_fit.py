@@ -11,14 +11,14 @@ turn, where Hermes puts it) when the next kept message is the assistant's,
 else `assistant`; never a role next to the same role. The span never ends on a
 tool result, so no call is parted from its result.
 
-The measure is the fit check's (engine/fit.py): exact cl100k count x
+The measure is the fit check's (engine/context_fit.py): exact cl100k count x
 model.token_scale against the target.
 """
 from __future__ import annotations
 
 from collections import Counter
 
-from hermes_pipeline.engine.fit import Fitting
+from hermes_pipeline.engine.context_fit import Fitting
 from hermes_pipeline.engine.plan import Plan, align_to_group_start, find_head_end, previous_summary_text
 from hermes_pipeline.stages.assemble import summary_message
 from hermes_pipeline.transcript import is_summary_message, is_tool_result, role

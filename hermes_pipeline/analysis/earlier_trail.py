@@ -2,9 +2,9 @@
 
 On a re-compaction the earlier summary is part of the removed middle. The files
 it lists as changed and the errors it quotes are as much the middle's artifact
-trail as the messages after it, so they become probes too (quality.py) and the
+trail as the messages after it, so they become probes too (probes.py) and the
 embedded summarizer writes them again from those probes instead of copying the
-old lines. Only our own layout is read (the lines extractive.py and trail.py
+old lines. Only our own layout is read (the lines extractive.py and artifact_trail.py
 write); another tool's summary is carried as text.
 """
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from hermes_pipeline.artifacts import expand_braces
-from hermes_pipeline.tool_output import error_probe_text
+from hermes_pipeline.analysis.artifacts import expand_braces
+from hermes_pipeline.analysis.tool_output import error_probe_text
 
 _ACTIONS = "written|edited|moved|deleted"
 _FULL = re.compile(rf"^- (\S(?:.*?\S)?) \(((?:{_ACTIONS})(?:, (?:{_ACTIONS}))*)\)(?:: .*)?$")   # ": why" after
@@ -21,12 +21,12 @@ _COMPACT = re.compile(r"^- (Created/written|Edited|Moved away|Deleted): (.+)$")
 _COMPACT_ACTION = {"Created/written": "written", "Edited": "edited", "Moved away": "moved", "Deleted": "deleted"}
 _READ = re.compile(r"^- (?:(\S(?:.*?\S)?) \(read\)|Read: (.+))$")
 _ERROR = re.compile(r"^- (Still failing|Error, fixed later) \(([^)]*)\): (.+?)(?: \(\+\d+ alike\))?$")
-_TRAIL_ERROR = re.compile(r"^- Error \((still failing|fixed later)\): (.+)$")     # trail.py's lines
+_TRAIL_ERROR = re.compile(r"^- Error \((still failing|fixed later)\): (.+)$")     # artifact_trail.py's lines
 FILE_SECTIONS = ("## Relevant Files", "## Artifact Trail")
 
 
 @dataclass
-class CarriedTrail:
+class EarlierTrail:
     files: dict[str, list[str]] = field(default_factory=dict)        # path -> actions, in order
     errors: list[tuple[str, str, bool]] = field(default_factory=list)  # (program, line as quoted, fixed)
     lines: dict[str, list[str]] = field(default_factory=dict)  # summary line -> the paths or error probe texts it names
@@ -40,9 +40,9 @@ def _group_paths(group: str) -> list[str]:
     return [p for p in group.split(", ") if p]
 
 
-def read_trail(summary: str) -> CarriedTrail:
+def read_trail(summary: str) -> EarlierTrail:
     """The changed files and the quoted errors of an earlier summary in our layout."""
-    trail = CarriedTrail()
+    trail = EarlierTrail()
     section = None
     for raw in summary.split("\n"):     # not splitlines(): a quoted error line may hold a \r
         line = raw.strip()

@@ -1,0 +1,1 @@
+"""What a conversation holds, read from its messages alone: probes, their score, artifacts, tool output."""
