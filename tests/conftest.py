@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.builders import compose_config
 from tests.helpers.env import CORPUS, shared
 
 
@@ -10,3 +11,12 @@ from tests.helpers.env import CORPUS, shared
 def corpus() -> Path:
     """The whole shared corpus (skips with a reason when it is absent)."""
     return shared(CORPUS)
+
+
+@pytest.fixture
+def composed_config():
+    """compose(*overrides): the run config as the command line composes it, reading the bundled samples
+    unless an override names another input. The one way tests get a composed config."""
+    def compose(*overrides: str):
+        return compose_config("input.path=samples", *overrides)
+    return compose

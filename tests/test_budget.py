@@ -2,11 +2,10 @@ import pytest
 
 from hermes_pipeline.components import budgets_from_config
 from hermes_pipeline.engine.plan import compute_budgets
-from tests.helpers.builders import compose_config
 
 
-def test_worked_example_for_a_200k_model_with_defaults():
-    cfg = compose_config()
+def test_worked_example_for_a_200k_model_with_defaults(composed_config):
+    cfg = composed_config()
     budgets = budgets_from_config(cfg)
     assert cfg.model.context_length == 200_000
     assert budgets.threshold_tokens == 100_000
@@ -15,8 +14,8 @@ def test_worked_example_for_a_200k_model_with_defaults():
     assert budgets.hygiene_tokens == 170_000
 
 
-def test_context_length_override_changes_every_budget():
-    cfg = compose_config("model.context_length=1000000")
+def test_context_length_override_changes_every_budget(composed_config):
+    cfg = composed_config("model.context_length=1000000")
     budgets = budgets_from_config(cfg)
     assert budgets.threshold_tokens == 500_000
     assert budgets.tail_token_budget == 100_000

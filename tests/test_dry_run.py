@@ -104,15 +104,10 @@ def test_the_dry_run_prices_the_very_request_a_run_sends(tmp_path):
     assert summary["dry_run"]["llm_calls"] == 0 and summary["dry_run"]["cost_usd"] == 0
 
 
-def test_batch_pricing_is_read_from_summarizer_batch_enabled_and_false_without_it():
+def test_batch_pricing_is_read_from_summarizer_batch_enabled_and_false_without_it(composed_config):
     from hermes_pipeline.components import build_summarizer
-    from hermes_pipeline.config.files import config_dir
-    from hermes_pipeline.config.schema import register
     from hermes_pipeline.dry_run import dry_run_summarizer
-    from hydra import compose, initialize_config_dir
-    register()
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["summarizer=anthropic", "dry_run=true"])
+    cfg = composed_config("summarizer=anthropic", "dry_run=true")
     plain = build_summarizer(cfg)
     OmegaConf.set_struct(cfg, False)
     cfg.summarizer.batch = {"enabled": True}       # the key the batch APIs add (its summarizer takes it then)

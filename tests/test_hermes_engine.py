@@ -18,7 +18,6 @@ from agent.context_compressor import SUMMARY_PREFIX as HERMES_SUMMARY_PREFIX
 from hermes_pipeline.testing.fake_provider import FakeProvider, auth_error, server_error
 from hermes_pipeline.transcript import message_text, pairing_problems
 from tests.helpers.accounting import check_accounting
-from tests.helpers.builders import compose_config
 from tests.helpers.env import LONG_SESSIONS, ROOT, read_jsonl, run_cli, shared
 from tests.helpers.sessions import read_conversations
 
@@ -69,10 +68,10 @@ def test_engine_hermes_compacts_the_long_sessions_and_scores_them(tmp_path):
         [r["messages_after"] for r in rows]
 
 
-def test_engine_hermes_is_built_from_the_runs_config():
+def test_engine_hermes_is_built_from_the_runs_config(composed_config):
     from hermes_pipeline.components import build
-    cfg = compose_config("input.path=samples", "engine=hermes", "model.context_length=600000",
-                         "compression.threshold=0.6", "compression.target_ratio=0.3", "compression.protect_last_n=7")
+    cfg = composed_config("engine=hermes", "model.context_length=600000",
+                          "compression.threshold=0.6", "compression.target_ratio=0.3", "compression.protect_last_n=7")
     engine = build(cfg).engine
     compressor = engine.make()
     assert engine.name == "hermes" and compressor.name == "compressor"      # Hermes' own class

@@ -116,30 +116,25 @@ def test_replay_grows_linearly_and_reads_each_count_once():
     assert work[800] <= 2.1 * work[400]
 
 
-def _compose(*overrides):
-    from tests.helpers.builders import compose_config
-    return compose_config("input.path=samples", *overrides)
-
-
-def test_settings_from_config_take_prices_ttl_and_the_summary_model():
+def test_settings_from_config_take_prices_ttl_and_the_summary_model(composed_config):
     from hermes_pipeline.replay_run import settings_from_config
-    settings = settings_from_config(_compose("prompt_caching.cache_ttl=1h", "auxiliary.compression.model=claude-haiku-4-5"))
+    settings = settings_from_config(composed_config("prompt_caching.cache_ttl=1h", "auxiliary.compression.model=claude-haiku-4-5"))
     assert settings.prices.cache_write_1h == 6.0 and settings.cache_ttl == "1h" and settings.caching
     assert settings.summary_prices.input == 1.0 and settings.summary_prices.output == 5.0   # Haiku's
     assert settings.token_scale == 1.2 and settings.min_cache_tokens == 1024
     assert settings.instruction_tokens > 300 and 0 < settings.note_tokens < 60
-    assert settings_from_config(_compose("model=gpt-4o")).caching is False    # not a Claude model
-    assert settings_from_config(_compose("replay.enabled=false")) is None
+    assert settings_from_config(composed_config("model=gpt-4o")).caching is False    # not a Claude model
+    assert settings_from_config(composed_config("replay.enabled=false")) is None
     # the replay bills summaries: a chain without one (observation masking) gets no bill, not a summary's
-    assert settings_from_config(_compose("pipeline=mask_only")) is None
+    assert settings_from_config(composed_config("pipeline=mask_only")) is None
 
 
 @pytest.mark.parametrize("override", ["replay.turn_gap_s=-1", "replay.prefix_tokens=-5", "replay.enabled=maybe",
                                       "replay.summary_tokens=1.5"])
-def test_replay_settings_out_of_range_are_config_errors(override):
+def test_replay_settings_out_of_range_are_config_errors(override, composed_config):
     from hydra.errors import ConfigCompositionException
 
     from hermes_pipeline.config import ConfigError, validate
     # a wrong type fails when Hydra composes (the schema is typed); a bad range when validated
     with pytest.raises((ConfigError, ConfigCompositionException), match=override.split("=")[0]):
-        validate(_compose(override))
+        validate(composed_config(override))
