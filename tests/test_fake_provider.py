@@ -263,13 +263,11 @@ def test_unknown_fault_kind_is_rejected(fake):
 
 
 def test_hang_trips_the_client_timeout(fake):
-    fake.script([fp.hang(2), fp.hang(2)])
-    started = time.monotonic()
+    fake.script([fp.hang(60), fp.hang(60)])     # the clients give up long before (stopping the server ends it)
     with pytest.raises(anthropic.APITimeoutError):
         ask_anthropic(make_anthropic(fake, timeout=0.5))
     with pytest.raises(openai.APITimeoutError):
         ask_openai(make_openai(fake, timeout=0.5))
-    assert time.monotonic() - started < 1.8  # both gave up well before the 2 s hang ended
 
 
 def test_latency_delays_but_succeeds(fake):
@@ -284,8 +282,8 @@ def test_latency_delays_but_succeeds(fake):
     ask_openai(client)
     second = time.monotonic() - started
 
-    assert first >= 0.5
-    assert 0.2 <= second < 0.5
+    assert first >= 0.5 and second >= 0.2
+    assert [r["fault"] for r in fake.requests] == ["latency", None]     # the extra latency was the first's only
 
 
 def test_truncated_and_empty_come_through(fake):

@@ -4,13 +4,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import venv
 
 import pytest
 
 from hermes_pipeline import __version__
-from tests.helpers.env import REAL, ROOT, TAU_BENCH, read_jsonl, run_cli
+from tests.helpers.env import REAL, ROOT, TAU_BENCH, read_jsonl, run_cli, wait_until_listed
 
 SAMPLES = ROOT / "samples"
 WHEELHOUSE = ROOT / ".wheelhouse"      # `make wheels`: the dependencies as wheels, fetched once
@@ -139,10 +138,7 @@ def test_ctrl_c_exits_3_without_a_traceback(tmp_path):
     process = subprocess.Popen([sys.executable, "-m", "hermes_pipeline", f"input={big}", "progress=log",
                                 f"hydra.run.dir={tmp_path / 'run'}", "model.context_length=4000"],
                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not (tmp_path / "run" / "manifest.jsonl").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)
+    assert wait_until_listed(process, tmp_path / "run" / "manifest.jsonl", 3) >= 3      # mid-run
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 3, err

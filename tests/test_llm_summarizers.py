@@ -435,30 +435,28 @@ def test_fallbacks_are_not_cached_and_disabled_cache_calls_again(make, fake, tmp
 
 # ---- concurrency ----------------------------------------------------------------
 
-def _timed(summarizer, n, threads):
+def _concurrently(summarizer, n, threads):
     requests = [request(f"conc{i}", n=2, size=50) for i in range(n)]
-    started = time.monotonic()
     with ThreadPoolExecutor(threads) as pool:
-        results = list(pool.map(summarizer.summarize, requests))
-    return time.monotonic() - started, results
+        return list(pool.map(summarizer.summarize, requests))
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_concurrent_calls_overlap(make, fake, provider):
     summarizer = make(provider, max_in_flight=16)
     summarizer.summarize(request("warm-up", n=1))   # SDK import and connection set-up
-    fake.default_latency = 0.2
-    elapsed, results = _timed(summarizer, 32, 16)
-    assert all(r.fallback is None for r in results)
-    assert elapsed < 0.5 * 32 * 0.2
+    fake.hold_replies_until(16)        # no reply before 16 requests are in the server at once
+    results = _concurrently(summarizer, 32, 16)
+    assert all(r.fallback is None for r in results) and fake.peak_in_flight == 16
 
 
 def test_max_in_flight_bounds_concurrency(make, fake):
     summarizer = make("anthropic", max_in_flight=2)
     summarizer.summarize(request("warm-up", n=1))
-    fake.default_latency = 0.2
-    elapsed, _ = _timed(summarizer, 8, 8)
-    assert elapsed >= 8 * 0.2 / 2 * 0.9
+    fake.default_latency = 0.2         # 8 threads would all be in the server at once if nothing held them back
+    fake.hold_replies_until(2)
+    assert all(r.fallback is None for r in _concurrently(summarizer, 8, 8))
+    assert fake.peak_in_flight == 2
 
 
 def test_close_is_idempotent_and_summarizer_restarts(make, fake):

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,16 @@ def run_cli(run_dir: Path, *overrides: str, env: dict | None = None, timeout: in
     full_env.update(env or {})
     command = [sys.executable, "-m", "hermes_pipeline", f"hydra.run.dir={run_dir}", "progress=log", *overrides]
     return subprocess.run(command, capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout)
+
+
+def wait_until_listed(process: subprocess.Popen, manifest: Path, rows: int) -> int:
+    """Wait until a run started with Popen has listed `rows` conversations in its manifest, or has ended;
+    returns the rows listed. Waits on the run's own progress, not on the clock: a loaded machine only
+    makes it wait longer."""
+    listed = 0
+    while process.poll() is None:
+        listed = Path(manifest).read_bytes().count(b"\n") if Path(manifest).exists() else 0
+        if listed >= rows:
+            break
+        time.sleep(0.01)      # between two looks at the manifest
+    return listed
