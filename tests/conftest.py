@@ -1,10 +1,10 @@
-"""Shared fixtures; data paths and the CLI runner live in tests/helpers/env.py."""
+"""Shared fixtures; data paths and the CLI runner live in testkit/env.py."""
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.builders import compose_config
-from tests.helpers.env import CORPUS, shared
+from testkit.builders import compose_config
+from testkit.env import CORPUS, shared
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from hermes_pipeline.repair import repair_tool_pairing
 from hermes_pipeline.transcript import Conversation, is_summary_message, pairing_problems
 from tests.helpers.accounting import check_accounting, read_rows
 from tests.helpers.archives import write_archive
-from tests.helpers.env import run_cli
-from tests.helpers.validity import written_problems
+from testkit.env import run_cli
+from testkit.validity import written_problems
 
 SEED = int(os.environ.get("HERMES_ARCHIVE_SEED", "7"))
 MAX = 64 << 20

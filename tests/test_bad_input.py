@@ -20,8 +20,8 @@ import pytest
 
 from hermes_pipeline.testing.fake_provider import FakeProvider
 from tests.helpers.accounting import check_accounting, read_rows
-from tests.helpers.env import ROOT, read_jsonl, run_cli
-from tests.helpers.validity import problems
+from testkit.env import ROOT, read_jsonl, run_cli
+from testkit.validity import problems
 
 SMALL = ("model.context_length=4000", "compression.protect_last_n=4")
 

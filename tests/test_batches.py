@@ -15,8 +15,8 @@ import sys
 import pytest
 
 from hermes_pipeline.testing.fake_provider import FakeProvider, server_error
-from tests.helpers.env import ROOT, read_jsonl, run_cli
-from tests.helpers.synth import write_sessions
+from testkit.env import ROOT, read_jsonl, run_cli
+from testkit.synth import write_sessions
 
 MODELS = {"anthropic": ("claude-sonnet-4-5", "ANTHROPIC_API_KEY", "/v1/messages"),
           "openai": ("gpt-4o", "OPENAI_API_KEY", "/v1/chat/completions")}

@@ -4,7 +4,7 @@ from omegaconf import OmegaConf
 
 from hermes_pipeline.calibration import calibrate, load_log
 from hermes_pipeline.replay import Prices
-from tests.helpers.env import CORPUS, LONG_SESSIONS, ROOT
+from testkit.env import CORPUS, LONG_SESSIONS, ROOT
 
 LOGS = [CORPUS / "claude-code-viewer", CORPUS / "claude-reliability", LONG_SESSIONS / "vsla-claude-sessions"]
 SONNET = OmegaConf.load(ROOT / "conf" / "model" / "claude-sonnet-4-5.yaml")

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.env import TAU_BENCH, read_jsonl, run_cli
-from tests.helpers.validity import problems
+from testkit.env import TAU_BENCH, read_jsonl, run_cli
+from testkit.validity import problems
 
 
 def _digest(path: Path) -> str:
@@ -131,7 +131,7 @@ def test_a_sweep_writes_one_run_folder_per_point(tmp_path):
     import subprocess
     import sys
 
-    from tests.helpers.env import ROOT
+    from testkit.env import ROOT
     sweep = tmp_path / "sweep"
     result = subprocess.run(
         [sys.executable, "-m", "hermes_pipeline", "-m", f"hydra.sweep.dir={sweep}", "progress=none",

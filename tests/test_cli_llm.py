@@ -23,10 +23,10 @@ from hermes_pipeline.testing.fake_provider import (
     server_error, summarize_request, truncated,
 )
 from hermes_pipeline.transcript import SUMMARY_PREFIX, is_summary_message, text_of
-from tests.helpers.env import REAL, ROOT, read_jsonl, run_cli
-from tests.helpers.sessions import read_conversations
-from tests.helpers.synth import write_sessions
-from tests.helpers.validity import problems
+from testkit.env import REAL, ROOT, read_jsonl, run_cli
+from testkit.sessions import read_conversations
+from testkit.synth import write_sessions
+from testkit.validity import problems
 
 # Matches none of the secret patterns of summarizers/redact.py: only keeping the key
 # out of every output (not pattern-based redaction) makes the no-key checks pass.
@@ -489,7 +489,7 @@ def test_a_model_summary_that_fills_its_budget_still_gets_an_artifact_trail(fake
     still names what it missed, within TRAIL_ROOM of the budget beyond the model's text."""
     from hermes_pipeline.stages.summarize import TRAIL_ROOM
     from hermes_pipeline.tokens import TokenCounter
-    from tests.helpers.env import LONG_SESSIONS, shared
+    from testkit.env import LONG_SESSIONS, shared
     session = shared(LONG_SESSIONS / "vsla-claude-sessions" / "9034225e-c367-4ab6-b1eb-1f478a7ae27a.jsonl")
     # every tool output sent whole: the fake model's summary, built from what it reads, fills the budget
     result = llm_cli(tmp_path / "run", "anthropic", fake, session, "model.context_length=12000",

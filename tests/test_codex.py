@@ -1,7 +1,7 @@
 """Codex CLI rollouts: read as what Codex would send next, written back as Codex's own compaction.
 
 The real Codex CLI (agents/, `make agents`) is the judge: the committed fixture
-was recorded with it against the fake Responses API (tests/helpers/codex_cli.py),
+was recorded with it against the fake Responses API (testkit/codex_cli.py),
 with what Codex sent when it resumed the rollout; compacted output is resumed
 by it again, and a fresh 1-5 MB session with several compactions is recorded
 in the slow test.
@@ -19,9 +19,9 @@ from hermes_pipeline.formats.codex_rollout import context_tokens, item_text, rep
 from hermes_pipeline.jsonl import Record, read_records
 from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT
 from hermes_pipeline.transcript import SUMMARY_PREFIX, pairing_problems
-from tests.helpers.codex_cli import FIXTURES, need_codex, record_session, sent_history
-from tests.helpers.env import read_jsonl, run_cli
-from tests.helpers.fake_responses import FakeResponses
+from testkit.codex_cli import FIXTURES, need_codex, record_session, sent_history
+from testkit.env import read_jsonl, run_cli
+from testkit.fake_responses import FakeResponses
 
 FIXTURE = sorted(FIXTURES.glob("rollout-*.jsonl"))[0]
 SENT = json.loads(FIXTURE.with_suffix(".sent.json").read_text())

@@ -6,7 +6,7 @@ from hermes_pipeline.components import build
 from hermes_pipeline.config import ConfigError, validate
 from hermes_pipeline.config.files import group_options as _options
 from hermes_pipeline.stages.base import Stage
-from tests.helpers.env import run_cli
+from testkit.env import run_cli
 
 
 @pytest.mark.parametrize("model", _options("model"))

@@ -20,8 +20,8 @@ from hermes_pipeline.jsonl import Record, encode_lines, read_records
 from hermes_pipeline.repair import repair_tool_pairing
 from hermes_pipeline.transcript import Conversation, is_summary_message
 from tests.helpers.accounting import check_accounting
-from tests.helpers.env import CORPUS, REAL, read_jsonl, run_cli, shared
-from tests.helpers.validity import problems
+from testkit.env import CORPUS, REAL, read_jsonl, run_cli, shared
+from testkit.validity import problems
 
 MAX = 64 << 20
 COLLECTIONS = {"repo": REAL, "shared": CORPUS}

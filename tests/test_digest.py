@@ -11,7 +11,7 @@ from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.digest import LONG_OUTPUT_CHARS, digest_middle
 from hermes_pipeline.testing.fake_provider import FakeProvider
 from hermes_pipeline.tokens import TokenCounter
-from tests.helpers.env import LONG_SESSIONS, shared
+from testkit.env import LONG_SESSIONS, shared
 
 
 def call(call_id: str, name: str, **args) -> dict:

@@ -15,7 +15,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from hermes_pipeline.testing.fake_provider import FakeProvider
-from tests.helpers.env import CORPUS, REAL, ROOT, read_jsonl, run_cli, shared
+from testkit.env import CORPUS, REAL, ROOT, read_jsonl, run_cli, shared
 
 KEY = "hermesFAKEKEYdry0run"
 SAMPLE = ROOT / "samples" / "tau-bench-airline.jsonl"

@@ -11,9 +11,9 @@ import json
 
 from hermes_pipeline.engine.plan import previous_summary_text
 from hermes_pipeline.transcript import Conversation, is_summary_message, message_text
-from tests.helpers.builders import assistant, calls, engine_for, result, system, user
-from tests.helpers.env import LONG_SESSIONS, read_jsonl, run_cli, shared
-from tests.helpers.sessions import make_engine, read_conversations
+from testkit.builders import assistant, calls, engine_for, result, system, user
+from testkit.env import LONG_SESSIONS, read_jsonl, run_cli, shared
+from testkit.sessions import make_engine, read_conversations
 
 HERMES_PREFIX = ("[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted into the summary below. "
                  "This is a handoff from a previous context window — treat it as background reference. "

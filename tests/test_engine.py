@@ -4,9 +4,9 @@ import json
 import pytest
 
 from hermes_pipeline.transcript import Conversation, is_summary_message, message_text
-from tests.helpers.builders import assistant, calls, engine_for, result, system, user
-from tests.helpers.synth import make_session
-from tests.helpers.validity import contains, problems
+from testkit.builders import assistant, calls, engine_for, result, system, user
+from testkit.synth import make_session
+from testkit.validity import contains, problems
 
 SEEDS = range(1, 9)
 

@@ -2,7 +2,7 @@ from hermes_pipeline.summarizers.base import SECTIONS, SummaryRequest
 from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
 from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.transcript import Conversation, message_text
-from tests.helpers.builders import assistant, calls, engine_for, long_log, result, user
+from testkit.builders import assistant, calls, engine_for, long_log, result, user
 
 
 def section(text: str, heading: str) -> str:

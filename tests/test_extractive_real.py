@@ -13,9 +13,9 @@ import pytest
 
 from hermes_pipeline.artifacts import expand_braces
 from hermes_pipeline.summarizers.base import SECTIONS
-from tests.helpers.env import CORPUS, LONG_SESSIONS, REAL, shared
-from tests.helpers.sessions import make_engine, measure, read_conversations
-from tests.helpers.validity import problems
+from testkit.env import CORPUS, LONG_SESSIONS, REAL, shared
+from testkit.sessions import make_engine, measure, read_conversations
+from testkit.validity import problems
 
 # the shared long sessions and corpus when they are here (CI), else the real files kept in the repository
 SHARED = sorted(LONG_SESSIONS.rglob("*.jsonl")) + sorted(CORPUS.rglob("*.jsonl"))

@@ -9,7 +9,7 @@ import venv
 import pytest
 
 from hermes_pipeline import __version__
-from tests.helpers.env import REAL, ROOT, TAU_BENCH, read_jsonl, run_cli, wait_until_listed
+from testkit.env import REAL, ROOT, TAU_BENCH, read_jsonl, run_cli, wait_until_listed
 
 SAMPLES = ROOT / "samples"
 WHEELHOUSE = ROOT / ".wheelhouse"      # `make wheels`: the dependencies as wheels, fetched once

@@ -21,9 +21,9 @@ from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT
 from hermes_pipeline.testing.fake_provider import FakeProvider
 from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.transcript import Conversation, is_summary_message, message_text
-from tests.helpers.builders import assistant, calls, engine_for, result, system, user
-from tests.helpers.env import CORPUS, LONG_SESSIONS, read_jsonl, run_cli, shared
-from tests.helpers.validity import SHORTENED, normalize, problems, written_problems
+from testkit.builders import assistant, calls, engine_for, result, system, user
+from testkit.env import CORPUS, LONG_SESSIONS, read_jsonl, run_cli, shared
+from testkit.validity import SHORTENED, normalize, problems, written_problems
 from tests.test_corpus import read
 
 COUNT = TokenCounter()

@@ -14,7 +14,7 @@ import pytest
 from benchmarks.bench_fit_mode import judge, new_summaries, value_tokens
 from benchmarks.hermes_trajectories import build
 from hermes_pipeline.testing.fake_provider import FakeProvider
-from tests.helpers.env import CORPUS, ROOT, read_jsonl, run_cli, shared
+from testkit.env import CORPUS, ROOT, read_jsonl, run_cli, shared
 
 SCALE = "model.token_scale=1.0"     # the target in cl100k tokens
 

@@ -17,7 +17,7 @@ from hermes_pipeline.transcript import (
     COMPACTION_NOTE, SUMMARY_PREFIX, Conversation, is_summary_message, message_text, pairing_problems, text_of,
     tool_calls,
 )
-from tests.helpers.env import CORPUS, REAL, TAU_BENCH, shared
+from testkit.env import CORPUS, REAL, TAU_BENCH, shared
 
 DATA = Path(__file__).resolve().parent / "data" / "formats"
 MAX = 64 << 20
@@ -683,7 +683,7 @@ def _anthropic_session(turns: int = 30) -> dict:
 
 
 def test_a_compacted_anthropic_conversation_alternates_its_roles(tmp_path):
-    from tests.helpers.env import read_jsonl, run_cli
+    from testkit.env import read_jsonl, run_cli
     source = tmp_path / "session.jsonl"
     source.write_text(json.dumps(_anthropic_session()) + "\n")
     result = run_cli(tmp_path / "run", f"input={source}", "model.context_length=4000", "compression.protect_last_n=4")
@@ -707,7 +707,7 @@ def test_a_compacted_anthropic_conversation_alternates_its_roles(tmp_path):
 
 
 def test_written_as_openai_a_conversation_has_only_parts_chat_completions_takes(tmp_path):
-    from tests.helpers.env import read_jsonl, run_cli
+    from testkit.env import read_jsonl, run_cli
     session = _anthropic_session(turns=2)
     session["messages"][0]["content"] = [
         {"type": "text", "text": "Fix the failing build; the screenshot shows the error."},
@@ -737,7 +737,7 @@ def test_written_as_openai_a_conversation_has_only_parts_chat_completions_takes(
 def test_written_as_openai_a_compacted_claude_code_log_has_no_message_level_cache_marker(tmp_path):
     """The cache marks of a Claude model go on content parts in chat messages (OpenRouter's form); a
     message-level cache_control is Anthropic's alone."""
-    from tests.helpers.env import REAL, read_jsonl, run_cli
+    from testkit.env import REAL, read_jsonl, run_cli
     source = REAL / "vsla-claude-sessions"
     result = run_cli(tmp_path / "run", f"input={source}", "output.format=openai", "model.context_length=16000")
     assert result.returncode in (0, 2), result.stderr

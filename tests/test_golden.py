@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from tests.helpers.env import shared
+from testkit.env import shared
 from tests.helpers.golden import CASES, GOLDEN, case_input, digests
 
 KNOWN = json.loads(GOLDEN.read_text())

@@ -18,8 +18,8 @@ from agent.context_compressor import SUMMARY_PREFIX as HERMES_SUMMARY_PREFIX
 from hermes_pipeline.testing.fake_provider import FakeProvider, auth_error, server_error
 from hermes_pipeline.transcript import message_text, pairing_problems
 from tests.helpers.accounting import check_accounting
-from tests.helpers.env import LONG_SESSIONS, ROOT, read_jsonl, run_cli, shared
-from tests.helpers.sessions import read_conversations
+from testkit.env import LONG_SESSIONS, ROOT, read_jsonl, run_cli, shared
+from testkit.sessions import read_conversations
 
 SAMPLES = ROOT / "samples"
 HERMES_PREAMBLE = "You are a summarization agent creating a context checkpoint."   # the first words of its prompt

@@ -15,11 +15,11 @@ import pytest
 
 from hermes_pipeline.formats.hermes_store.format import SUMMARY_PREFIX
 from hermes_pipeline.transcript import COMPACTION_NOTE, text_of
-from tests.helpers.env import read_jsonl, run_cli
+from testkit.env import read_jsonl, run_cli
 from tests.helpers.hermes_store import (
     LONG, PICTURE, SHORT, SYSTEM, build_store, gateway_transcript, resumed, rows, session_db,
 )
-from tests.helpers.validity import normalize
+from testkit.validity import normalize
 
 SMALL = ("model.context_length=8000", "compression.protect_last_n=4")
 

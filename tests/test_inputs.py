@@ -13,7 +13,7 @@ import zstandard
 
 from hermes_pipeline.input_files import BINARY, DOCUMENT, JSONL, TEXT, read_input, sniff
 from hermes_pipeline.jsonl import Rejected, Unparsed
-from tests.helpers.env import CORPUS, REAL, TAU_BENCH, read_jsonl, run_cli, shared
+from testkit.env import CORPUS, REAL, TAU_BENCH, read_jsonl, run_cli, shared
 
 TAU_CORPUS = CORPUS / "tau-bench" / "gpt-4o-airline.jsonl"
 

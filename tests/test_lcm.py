@@ -30,11 +30,11 @@ from hermes_pipeline.jsonl import Record, read_records
 from hermes_pipeline.repair import repair_tool_pairing
 from hermes_pipeline.transcript import Conversation, is_summary_message
 from hermes_pipeline.transcript import message_text as visible_text
-from tests.helpers.builders import engine_for
-from tests.helpers.sessions import read_conversations
-from tests.helpers.env import CORPUS, LONG_SESSIONS, REAL, TAU_BENCH, read_jsonl, run_cli, shared
-from tests.helpers.synth import make_session
-from tests.helpers.validity import our_summary, problems, written_problems
+from testkit.builders import engine_for
+from testkit.sessions import read_conversations
+from testkit.env import CORPUS, LONG_SESSIONS, REAL, TAU_BENCH, read_jsonl, run_cli, shared
+from testkit.synth import make_session
+from testkit.validity import our_summary, problems, written_problems
 
 LCM_CLI = Path(sys.executable).with_name("hermes-pipeline-lcm")     # the installed console script
 SMALL = ("model.context_length=4000", "compression.protect_last_n=4")

@@ -17,7 +17,7 @@ import pytest
 
 from hermes_pipeline.engine.lcm.store import LCMStore
 from hermes_pipeline.render import label
-from tests.helpers.env import read_jsonl
+from testkit.env import read_jsonl
 from tests.test_lcm import lcm, lcm_run
 
 RULE = re.compile(r"^── (.*) ──$")

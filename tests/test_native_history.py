@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.env import LONG_SESSIONS, read_jsonl, run_cli, shared
+from testkit.env import LONG_SESSIONS, read_jsonl, run_cli, shared
 
 SESSIONS = {"claude-code": LONG_SESSIONS / "vsla-claude-sessions" / "0a725fb5-6378-432a-9e84-9f3f49d4043d.jsonl",
             "pi": LONG_SESSIONS / "agent-complex-task" / "03-raddit-dashboard-pr.session.jsonl"}

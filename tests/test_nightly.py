@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from hermes_pipeline.state import OutputLock
-from tests.helpers.env import REAL, ROOT, TAU_BENCH, read_jsonl, run_cli, wait_until_listed
+from testkit.env import REAL, ROOT, TAU_BENCH, read_jsonl, run_cli, wait_until_listed
 
 SETTINGS = ("model.context_length=8000",)
 

@@ -9,9 +9,9 @@ from hermes_pipeline.formats.roundtrip import public
 from hermes_pipeline.jsonl import Record, Rejected, read_records
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, pairing_problems
 from hermes_pipeline.tokens import TokenCounter
-from tests.helpers.env import LONG_SESSIONS, read_jsonl, run_cli, shared
+from testkit.env import LONG_SESSIONS, read_jsonl, run_cli, shared
 from tests.helpers.pi_logs import version_1_of
-from tests.helpers.validity import problems, summary_first_problems
+from testkit.validity import problems, summary_first_problems
 
 DATA = Path(__file__).resolve().parent / "data" / "formats"
 MAX = 64 << 20

@@ -17,8 +17,8 @@ import pytest
 
 from hermes_pipeline.config import ConfigError
 from hermes_pipeline.engine.plugins import check_name
-from tests.helpers.env import ROOT, read_jsonl, run_cli
-from tests.helpers.validity import problems
+from testkit.env import ROOT, read_jsonl, run_cli
+from testkit.validity import problems
 
 SAMPLE = ROOT / "samples" / "tau-bench-airline.jsonl"
 SMALL = ("model.context_length=4000", "compression.protect_last_n=4")

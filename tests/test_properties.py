@@ -6,8 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes_pipeline.transcript import Conversation, pairing_problems
-from tests.helpers.builders import engine_for, run_in_process
-from tests.helpers.validity import problems
+from testkit.builders import engine_for, run_in_process
+from testkit.validity import problems
 
 ENGINES = {}
 

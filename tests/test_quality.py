@@ -3,7 +3,7 @@ import json
 
 from hypothesis import given, settings, strategies as st
 
-from tests.helpers.builders import assistant, calls, result, system, user
+from testkit.builders import assistant, calls, result, system, user
 from hermes_pipeline.quality import WEIGHTS, compaction_bounds, extract_probes, score
 from hermes_pipeline.run_folder import QualityTotals
 from hermes_pipeline.summarizers.trail import HEADING, artifact_trail_patch
@@ -353,8 +353,8 @@ class _EveryPattern(WantedIdentifiers):
 
 def test_probes_of_real_sessions_are_the_same_with_and_without_the_identifier_filter(monkeypatch):
     import hermes_pipeline.quality as quality
-    from tests.helpers.env import REAL
-    from tests.helpers.sessions import read_conversations
+    from testkit.env import REAL
+    from testkit.sessions import read_conversations
     conversations = [c for path in sorted(REAL.rglob("*.jsonl")) for c in read_conversations(path)
                      if len(c.messages) >= 12]
     assert len(conversations) >= 10
@@ -435,7 +435,7 @@ class Chatty:
 
 def test_each_row_counts_how_much_of_its_summary_is_talk():
     from hermes_pipeline.transcript import Conversation
-    from tests.helpers.builders import engine_for
+    from testkit.builders import engine_for
     messages = [system(), user("Port the parser."), assistant("On it.")]
     for i in range(8):
         messages += [user(f"step {i}: " + "go on " * 80), assistant("done " * 100)]

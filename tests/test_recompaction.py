@@ -8,9 +8,9 @@ from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
 from hermes_pipeline.summarizers.fit import ARTIFACT, USER_WORDS, Line, fit
 from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, message_text
-from tests.helpers.builders import assistant, calls, engine_for, long_log, result, system, user
-from tests.helpers.env import LONG_SESSIONS, REAL, read_jsonl, run_cli, shared
-from tests.helpers.sessions import read_conversations
+from testkit.builders import assistant, calls, engine_for, long_log, result, system, user
+from testkit.env import LONG_SESSIONS, REAL, read_jsonl, run_cli, shared
+from testkit.sessions import read_conversations
 
 FILES = [f"/repo/src/module_{i}.c" for i in range(6)]
 

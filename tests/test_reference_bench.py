@@ -6,7 +6,7 @@ import pytest
 from benchmarks.bench_reference import find_events, run_event
 from benchmarks.reference_terms import chatter_share, salient_terms, section_empty
 from hermes_pipeline.tokens import TokenCounter
-from tests.helpers.env import LONG_SESSIONS, shared
+from testkit.env import LONG_SESSIONS, shared
 
 
 def test_salient_terms_are_paths_names_numbers_hashes_and_urls_not_words():

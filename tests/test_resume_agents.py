@@ -5,7 +5,7 @@ with the defaults and at model.context_length=32000, written back in its own for
 (history=keep), and resumed in print mode by the pinned Claude Code / pi against a
 fake Anthropic API on 127.0.0.1 that refuses (400) what the real API refuses. The
 request the agent sent is what it loaded; it must be exactly our summary and our
-kept messages, in order (tests/helpers/resume_checks.py), with no request refused,
+kept messages, in order (testkit/resume_checks.py), with no request refused,
 and smaller than the request the agent sends for the original session. A session the run left
 unchanged is the input, byte for byte. Besides the two contexts the issue names,
 a small one (8,000) compacts the short corpus logs too.
@@ -19,12 +19,12 @@ import pytest
 from hermes_pipeline.formats import CONVERSATION
 from hermes_pipeline.formats.anthropic import to_anthropic
 from hermes_pipeline.transcript import SUMMARY_PREFIX
-from tests.helpers.agent_api import AgentAPI
-from tests.helpers.agents import Resumed, resume_claude, resume_pi
-from tests.helpers.env import CORPUS, LONG_SESSIONS, read_jsonl, run_cli, shared
+from testkit.agent_api import AgentAPI
+from testkit.agents import Resumed, resume_claude, resume_pi
+from testkit.env import CORPUS, LONG_SESSIONS, read_jsonl, run_cli, shared
 from tests.helpers.pi_logs import version_1_of
-from tests.helpers.sessions import read_conversations
-from tests.helpers.resume_checks import claude_code_expected, mismatch, pi_expected, request_blocks, user_texts
+from testkit.sessions import read_conversations
+from testkit.resume_checks import claude_code_expected, mismatch, pi_expected, request_blocks, user_texts
 
 CONTEXTS = {"defaults": (), "32k": ("model.context_length=32000",),
             "small": ("model.context_length=8000", "compression.protect_last_n=4"),   # the short corpus logs too

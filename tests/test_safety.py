@@ -16,7 +16,7 @@ from hermes_pipeline.summarizers.base import SECTIONS, SummaryRequest
 from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
 from hermes_pipeline.testing.fake_provider import FakeProvider
 from hermes_pipeline.transcript import is_summary_message, message_text
-from tests.helpers.env import read_jsonl, run_cli
+from testkit.env import read_jsonl, run_cli
 
 SMALL = ("model.context_length=4000", "compression.protect_last_n=4")
 FAKE_KEY = "hermesFAKEKEYsafety0a1b2c3d4e5f"

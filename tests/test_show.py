@@ -13,8 +13,8 @@ import pytest
 from hermes_pipeline.formats import get_format
 from hermes_pipeline.show import read_conversations
 from hermes_pipeline.transcript import is_summary_message, message_text
-from tests.helpers.sessions import read_conversations as read_back
-from tests.helpers.env import REAL, read_jsonl, run_cli
+from testkit.sessions import read_conversations as read_back
+from testkit.env import REAL, read_jsonl, run_cli
 
 SHOW = Path(sys.executable).with_name("hermes-pipeline-show")     # the installed console script
 SMALL = ("model.context_length=4000", "compression.protect_last_n=4")

@@ -10,8 +10,8 @@ from hermes_pipeline.stages.base import Draft
 from hermes_pipeline.stages.cache_mark import apply_anthropic_cache_control, caching_policy, strip_cache_control
 from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT, PruneStage, shorten_arguments
 from hermes_pipeline.transcript import Conversation, is_summary_message, pairing_problems
-from tests.helpers.builders import assistant, calls, engine_for, long_log, result, system, user
-from tests.helpers.validity import problems
+from testkit.builders import assistant, calls, engine_for, long_log, result, system, user
+from testkit.validity import problems
 
 
 def conversation(messages, cid="c1"):

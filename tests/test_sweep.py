@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.env import ROOT, read_jsonl, run_cli
+from testkit.env import ROOT, read_jsonl, run_cli
 
 SAMPLE = ROOT / "samples" / "tau-bench-airline.jsonl"
 # Turns further apart than either TTL: no cached prefix survives between requests, so a

@@ -1,4 +1,4 @@
-"""Quick checks of the synthetic session generator in tests/helpers/synth.py."""
+"""Quick checks of the synthetic session generator in testkit/synth.py."""
 from __future__ import annotations
 
 import hashlib
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import synth
+from testkit import synth
 
 TOOLS = {"read_file": {"path"}, "write_file": {"path", "content"}, "edit_file": {"path", "old", "new"},
          "bash": {"command"}, "grep": {"pattern", "path"}, "list_dir": {"path"}}

@@ -12,8 +12,8 @@ from hermes_pipeline.tokens import (
     _parts, encoding, estimate_message_tokens, estimate_tokens, message_token_ceiling, rough_message_tokens,
     rough_tokens, token_ceiling,
 )
-from tests.helpers.env import CORPUS, LONG_SESSIONS, REAL, ROOT
-from tests.helpers.sessions import read_conversations, string_leaves
+from testkit.env import CORPUS, LONG_SESSIONS, REAL, ROOT
+from testkit.sessions import read_conversations, string_leaves
 
 SHARED_FILES = sorted([*CORPUS.rglob("*.jsonl"), *LONG_SESSIONS.rglob("*.jsonl")])
 BUNDLED_FILES = sorted([*(ROOT / "samples").glob("*.jsonl"), *(ROOT / "tests" / "data" / "formats").glob("*.jsonl"),
@@ -111,7 +111,7 @@ def test_the_shared_corpus_and_long_sessions_count_as_tiktoken_counts_them():
 
 
 def test_synthetic_sessions_count_as_tiktoken_counts_them():
-    from tests.helpers.synth import make_session
+    from testkit.synth import make_session
     texts = [t for seed in (1, 2) for m in make_session(seed)[0]["messages"] for t in _parts(m)[0]]
     assert_same_counts_as_tiktoken(texts)
 
@@ -171,7 +171,7 @@ def test_the_estimate_is_within_2_percent_of_every_conversation_total_of_the_sha
 
 
 def test_the_estimate_is_within_2_percent_on_the_bundled_samples_and_synthetic_sessions():
-    from tests.helpers.synth import make_session
+    from testkit.synth import make_session
     errors = [e for _, e in conversation_errors(sorted((ROOT / "samples").glob("*.jsonl")))]
     counter = TokenCounter()
     for seed in (3, 4):

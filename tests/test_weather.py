@@ -15,7 +15,7 @@ import json
 import pytest
 
 from hermes_pipeline.testing.fake_provider import FakeProvider
-from tests.helpers.env import CORPUS, LONG_SESSIONS, SHARED, read_jsonl, run_cli, shared
+from testkit.env import CORPUS, LONG_SESSIONS, SHARED, read_jsonl, run_cli, shared
 from tests.helpers.weather import WeatherProxy
 
 MODELS = {"anthropic": ("claude-sonnet-4-5", "ANTHROPIC_API_KEY"), "openai": ("gpt-4o", "OPENAI_API_KEY")}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "tests" / "data" / "real"            # real transcripts kept in the repository
 TAU_BENCH = REAL / "tau-bench" / "gpt-4o-airline.first40.jsonl"
 SHARED = Path(os.environ.get("HERMES_SHARED", ROOT.parent / "shared"))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from hermes_pipeline.formats.codex_rollout import is_context_message
-from tests.helpers.fake_responses import CODEX, FakeResponses, codex_home, rollouts
+from testkit.fake_responses import CODEX, FakeResponses, codex_home, rollouts
 
 TIMEOUT = 180
 
@@ -94,11 +94,11 @@ def sent_history(folder: Path, fake: FakeResponses, rollout: Path) -> list[dict]
 
 
 PROBE = "Probe: what comes next?"
-FIXTURES = Path(__file__).resolve().parents[1] / "data" / "codex"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "data" / "codex"
 
 
 def main() -> None:
-    """Record the committed fixtures again: `python -m tests.helpers.codex_cli` (needs `make agents`)."""
+    """Record the committed fixtures again: `python -m testkit.codex_cli` (needs `make agents`)."""
     import tempfile
     FIXTURES.mkdir(parents=True, exist_ok=True)
     prompts = ["Inspect the workspace and write notes", "Count the lines of the notes",

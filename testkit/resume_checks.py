@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.helpers.agents import PROMPT
+from testkit.agents import PROMPT
 
 Block = tuple[str, str]
 # Claude Code's own answer to a session that ended with a local command (/exit), sent before the new prompt

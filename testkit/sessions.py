@@ -8,7 +8,7 @@ from hermes_pipeline.jsonl import Record, read_records
 from hermes_pipeline.quality import compaction_bounds
 from hermes_pipeline.repair import repair_tool_pairing
 from hermes_pipeline.transcript import Conversation
-from tests.helpers.builders import compose_config
+from testkit.builders import compose_config
 
 
 def make_engine(context_length: int, *overrides: str):
