@@ -12,13 +12,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
-
 import anthropic
 import openai
 import pytest
 
 from hermes_pipeline.testing import fake_provider as fp
+from testkit.env import ROOT
 
 HEADINGS = [
     "## Goal",
@@ -423,10 +422,9 @@ def test_streaming_is_refused_with_a_clear_error(fake):
 
 
 def test_cli_serves_until_interrupted():
-    root = Path(__file__).resolve().parents[1]
     proc = subprocess.Popen(
         [sys.executable, "-m", "hermes_pipeline.testing.fake_provider", "--port", "0", "--quiet"],
-        cwd=root,
+        cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
     )

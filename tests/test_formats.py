@@ -17,9 +17,9 @@ from hermes_pipeline.transcript import (
     COMPACTION_NOTE, SUMMARY_PREFIX, Conversation, is_summary_message, message_text, pairing_problems, text_of,
     tool_calls,
 )
-from testkit.env import CORPUS, REAL, TAU_BENCH, shared
+from testkit.env import CORPUS, REAL, ROOT, TAU_BENCH, shared
 
-DATA = Path(__file__).resolve().parent / "data" / "formats"
+DATA = ROOT / "tests" / "data" / "formats"
 MAX = 64 << 20
 PRUNED = "[Old tool output cleared to save context space]"
 

@@ -31,9 +31,9 @@ from hermes_pipeline.transcript import Conversation
 from tests.helpers.accounting import check_accounting, read_rows
 from tests.helpers.archives import anthropic_export, pi_sessions, sharegpt_app
 from testkit.builders import engine_for, run_in_process
-from testkit.env import REAL, TAU_BENCH
+from testkit.env import REAL, ROOT, TAU_BENCH
 
-DATA = Path(__file__).resolve().parent / "data" / "formats"
+DATA = ROOT / "tests" / "data" / "formats"
 SCALE = int(os.environ.get("HERMES_FUZZ_EXAMPLES", "1"))
 MAX_LINES = 24
 

@@ -9,11 +9,11 @@ from hermes_pipeline.formats.roundtrip import public
 from hermes_pipeline.jsonl import Record, Rejected, read_records
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, pairing_problems
 from hermes_pipeline.tokens import TokenCounter
-from testkit.env import LONG_SESSIONS, read_jsonl, run_cli, shared
+from testkit.env import LONG_SESSIONS, ROOT, read_jsonl, run_cli, shared
 from tests.helpers.pi_logs import version_1_of
 from testkit.validity import problems, summary_first_problems
 
-DATA = Path(__file__).resolve().parent / "data" / "formats"
+DATA = ROOT / "tests" / "data" / "formats"
 MAX = 64 << 20
 
 
