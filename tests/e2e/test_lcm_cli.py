@@ -18,7 +18,7 @@ import pytest
 from hermes_pipeline.engine.lcm.store import LCMStore
 from hermes_pipeline.render import label
 from testkit.env import read_jsonl
-from tests.test_lcm import lcm, lcm_run
+from tests.e2e.test_lcm import lcm, lcm_run
 
 RULE = re.compile(r"^── (.*) ──$")
 INTERNAL = ("_anthropic", "_sharegpt")

@@ -17,7 +17,7 @@ import pytest
 from hermes_pipeline.engine.hermes_abi import output_problem, removed_indices, supported_kwargs
 from hermes_pipeline.engine.plugins import resolve_engine
 from testkit.env import read_jsonl
-from tests.test_plugins import SAMPLE, run_in, workdir  # noqa: F401 - the fixture: a user's own working folder
+from tests.e2e.test_plugins import SAMPLE, run_in, workdir  # noqa: F401 - the fixture: a user's own working folder
 MARKER = "[marker from a Hermes plugin]"
 
 # Appends one message, saying what Hermes' interface handed it: the message list and the context.

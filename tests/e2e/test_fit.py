@@ -24,7 +24,7 @@ from hermes_pipeline.transcript import Conversation, is_summary_message, message
 from testkit.builders import assistant, calls, engine_for, result, system, user
 from testkit.env import CORPUS, LONG_SESSIONS, read_jsonl, run_cli, shared
 from testkit.validity import SHORTENED, normalize, problems, written_problems
-from tests.test_corpus import read
+from tests.e2e.test_corpus import read
 
 COUNT = TokenCounter()
 
