@@ -15,7 +15,7 @@ WHEELS_STAMP := $(WHEELS)/.complete
 RUN_ARGS ?= model.context_length=8000
 PYTEST_ARGS ?=
 
-.PHONY: venv agents wheels run test bench clean
+.PHONY: venv agents wheels run test test-unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,9 +45,14 @@ wheels: $(WHEELS_STAMP)
 run: venv
 	$(BIN)/hermes-pipeline input=samples $(RUN_ARGS)
 
-# -rs: the summary lists each skipped test and why (e.g. the shared corpus is not beside the clone)
+# -rs: the summary lists each skipped test and why (e.g. the shared corpus is not beside the clone).
+# --dist loadfile: a file's tests run on one worker, so its module-scoped runs are made once, not per worker.
 test: venv agents wheels
-	$(BIN)/python -m pytest -n 2 -rs $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadfile -rs $(PYTEST_ARGS)
+
+# The in-process tests only (tests/unit): what to run while changing the engine; make test runs all.
+test-unit: venv
+	$(BIN)/python -m pytest -n 2 --dist loadfile -rs tests/unit $(PYTEST_ARGS)
 
 # The LLM summarizer figures first; run_all last: its report (bench-data/bench-report.md) ends the output.
 bench: venv
