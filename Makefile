@@ -1,16 +1,21 @@
 # hermes-pipeline: `make run` compacts the bundled samples, `make test` runs the suite.
 # Both create .venv and install the project into it when needed; `make test` also installs
-# the real agents the resume tests load our output in (agents/, pinned, project-local).
+# the real agents the resume tests load our output in (agents/, pinned, project-local) and the
+# dependency wheels the wheel test installs from (.wheelhouse/).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 AGENTS := agents/node_modules/.installed
+# The wheel test installs the built wheel into a fresh virtualenv from this folder only (no index):
+# the dependencies are fetched and built into wheels once, here, not by every test run.
+WHEELS := .wheelhouse
+WHEELS_STAMP := $(WHEELS)/.complete
 # The samples are short: a small context makes most of them compact, to show the effect.
 RUN_ARGS ?= model.context_length=8000
 PYTEST_ARGS ?=
 
-.PHONY: venv agents run test bench clean
+.PHONY: venv agents wheels run test test-unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,12 +33,26 @@ $(AGENTS): agents/package.json agents/package-lock.json
 
 agents: $(AGENTS)
 
+# The runtime dependencies as wheels, and setuptools to build ours (our own wheel is left out:
+# the test builds it fresh from the checkout).
+$(WHEELS_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/python -m pip wheel --quiet --disable-pip-version-check -w $(WHEELS) . "setuptools>=77"
+	rm -f $(WHEELS)/hermes_pipeline-*.whl
+	touch $(WHEELS_STAMP)
+
+wheels: $(WHEELS_STAMP)
+
 run: venv
 	$(BIN)/hermes-pipeline input=samples $(RUN_ARGS)
 
-# -rs: the summary lists each skipped test and why (e.g. the shared corpus is not beside the clone)
-test: venv agents
-	$(BIN)/python -m pytest -n 2 -rs $(PYTEST_ARGS)
+# -rs: the summary lists each skipped test and why (e.g. the shared corpus is not beside the clone).
+# --dist loadfile: a file's tests run on one worker, so its module-scoped runs are made once, not per worker.
+test: venv agents wheels
+	$(BIN)/python -m pytest -n 2 --dist loadfile -rs $(PYTEST_ARGS)
+
+# The in-process tests only (tests/unit): what to run while changing the engine; make test runs all.
+test-unit: venv
+	$(BIN)/python -m pytest -n 2 --dist loadfile -rs tests/unit $(PYTEST_ARGS)
 
 # The LLM summarizer figures first; run_all last: its report (bench-data/bench-report.md) ends the output.
 bench: venv
@@ -46,4 +65,4 @@ bench: venv
 	$(BIN)/python -m benchmarks.run_all
 
 clean:
-	rm -rf $(VENV) build *.egg-info agents/node_modules
+	rm -rf $(VENV) build *.egg-info agents/node_modules $(WHEELS)

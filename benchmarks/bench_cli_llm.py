@@ -57,7 +57,7 @@ def main() -> None:
     args = parser.parse_args()
     model, key_env = MODELS[args.provider]
 
-    from tests.helpers.synth import write_sessions
+    from testkit.synth import write_sessions
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         source = work / "sessions.jsonl"

@@ -3,7 +3,7 @@
     python -m benchmarks.bench_codex            # three sessions, 1-5 MB each, a few minutes
     python -m benchmarks.bench_codex --quick    # one
 
-Each session is recorded against the fake Responses API (tests/helpers/codex_cli.py),
+Each session is recorded against the fake Responses API (testkit/codex_cli.py),
 Codex compacting on its own (a low auto-compact limit), and ends on a long history
 (the limit lifted for its last prompt). Per rollout: its size and Codex's own
 compactions, then the pipeline's row (compacted at model.context_length=32000),
@@ -21,9 +21,9 @@ import tempfile
 from pathlib import Path
 
 from hermes_pipeline.formats.codex_rollout import replay
-from tests.helpers.codex_cli import CODEX, record_session, sent_history
-from tests.helpers.env import read_jsonl, run_cli
-from tests.helpers.fake_responses import FakeResponses
+from testkit.codex_cli import CODEX, record_session, sent_history
+from testkit.env import read_jsonl, run_cli
+from testkit.fake_responses import FakeResponses
 
 SESSIONS = (   # prompts, calls a turn, lines a command prints, Codex's auto-compact limit
     (8, 8, 1500, 40000),

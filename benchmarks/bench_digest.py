@@ -24,8 +24,8 @@ from pathlib import Path
 from hermes_pipeline.analysis.score import KINDS
 from hermes_pipeline.testing.fake_provider import FakeProvider
 from hermes_pipeline.tokens import TokenCounter
-from tests.helpers.env import CORPUS, LONG_SESSIONS
-from tests.helpers.sessions import make_engine, measure, read_conversations
+from testkit.env import CORPUS, LONG_SESSIONS
+from testkit.sessions import make_engine, measure, read_conversations
 
 MODES = ("digest", "full")
 SETS = {"long sessions": LONG_SESSIONS, "corpus": CORPUS}

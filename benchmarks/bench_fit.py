@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks.measure import WORK, cli
-from tests.helpers.env import CORPUS, LONG_SESSIONS
+from testkit.env import CORPUS, LONG_SESSIONS
 
 SHARE, SCALE = 0.85, 1.20      # hygiene.threshold and the default model's token_scale
 COLLECTIONS = {"corpus": CORPUS, "long sessions": LONG_SESSIONS}

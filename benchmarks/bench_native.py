@@ -17,7 +17,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from tests.helpers.env import read_jsonl, run_cli
+from testkit.env import read_jsonl, run_cli
 
 
 def _outputs(folder: Path, context: int | None, history: str, run_dir: Path) -> dict[Path, tuple[dict, Path]]:
@@ -35,8 +35,8 @@ def _outputs(folder: Path, context: int | None, history: str, run_dir: Path) -> 
 
 
 def _resume_check(row: dict, out: Path, work: Path, api, originals: dict) -> str:
-    from tests.helpers.agents import resume_claude, resume_pi
-    from tests.helpers.resume_checks import claude_code_expected, mismatch, pi_expected, request_blocks
+    from testkit.agents import resume_claude, resume_pi
+    from testkit.resume_checks import claude_code_expected, mismatch, pi_expected, request_blocks
     resume, expected_of = (resume_claude, claude_code_expected) if row["format"] == "claude-code" \
         else (resume_pi, pi_expected)
     source = Path(row["source"].rsplit(":", 1)[0])
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         work = Path(tmp)
         api = None
         if args.resume:
-            from tests.helpers.agent_api import AgentAPI
+            from testkit.agent_api import AgentAPI
             api = AgentAPI().__enter__()
         originals: dict = {}
         print("| file | status | input bytes | keep bytes | drop bytes | resumed |")

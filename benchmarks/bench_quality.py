@@ -29,8 +29,8 @@ from hermes_pipeline.engine import ContextCompressor
 from hermes_pipeline.jsonl import Record, read_records
 from hermes_pipeline.analysis.probes import extract_probes
 from hermes_pipeline.analysis.score import KINDS, score
-from tests.helpers.env import CORPUS, LONG_SESSIONS
-from tests.helpers.sessions import make_engine, measure, read_conversations
+from testkit.env import CORPUS, LONG_SESSIONS
+from testkit.sessions import make_engine, measure, read_conversations
 
 SHOWN = KINDS
 

@@ -30,8 +30,8 @@ from pathlib import Path
 from benchmarks.reference_terms import chatter_share, salient_terms, section_empty
 from hermes_pipeline.analysis.score import conversation_text
 from hermes_pipeline.tokens import TokenCounter
-from tests.helpers.env import LONG_SESSIONS
-from tests.helpers.sessions import make_engine, read_conversations
+from testkit.env import LONG_SESSIONS
+from testkit.sessions import make_engine, read_conversations
 
 
 @dataclass

@@ -23,8 +23,8 @@ from hermes_pipeline.formats import detect_format_in
 from hermes_pipeline.jsonl import Record, read_records
 from hermes_pipeline.replay_bill import replay
 from hermes_pipeline.components import replay_settings_from_config
-from tests.helpers.builders import compose_config
-from tests.helpers.env import LONG_SESSIONS as LONG
+from testkit.builders import compose_config
+from testkit.env import LONG_SESSIONS as LONG
 REPEATS = 9
 
 

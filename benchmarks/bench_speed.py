@@ -24,7 +24,7 @@ from benchmarks import datasets
 from benchmarks.measure import (
     REPEATS, WORK, Run, baseline, cli, cli_command, figure, fresh, median_run, paired, parallel_paired, size_of,
 )
-from tests.helpers.env import CORPUS, LONG_SESSIONS
+from testkit.env import CORPUS, LONG_SESSIONS
 
 AREA = "speed"
 

@@ -5,7 +5,7 @@ import shutil
 from pathlib import Path
 
 from benchmarks.measure import DATA, link_or_copy, cached
-from tests.helpers.env import CORPUS, LONG_SESSIONS
+from testkit.env import CORPUS, LONG_SESSIONS
 
 LONG_SEEDS = range(1000, 1040)          # the long-session benchmark: 40 sessions of ~130K tokens
 ARCHIVE_SEEDS = range(2000, 2200)       # the nightly archive: 200 more, 5 to a file
@@ -14,7 +14,7 @@ APPENDED_SEED = 9000                    # the conversation a nightly rerun finds
 
 
 def long_sessions() -> Path:
-    from tests.helpers.synth import write_sessions
+    from testkit.synth import write_sessions
     return cached(DATA / "long-40.jsonl", lambda p: write_sessions(p, LONG_SEEDS),
                   f"write_sessions(range({LONG_SEEDS.start}, {LONG_SEEDS.stop}))")
 
@@ -42,7 +42,7 @@ def shared_files() -> list[tuple[Path, Path]]:
 def archive() -> Path:
     """A nightly archive of >= 100 MB over ~56 files: synthetic sessions 5 to a file, plus copies of
     every shared corpus and long-session file (their own formats: per-line and whole-file logs)."""
-    from tests.helpers.synth import write_sessions
+    from testkit.synth import write_sessions
 
     def build(path: Path) -> None:
         (path / "synth").mkdir(parents=True)
@@ -59,7 +59,7 @@ def archive() -> Path:
 
 def appended_line() -> bytes:
     """One more conversation (a JSONL line) for a file of the archive."""
-    from tests.helpers.synth import write_sessions
+    from testkit.synth import write_sessions
     path = cached(DATA / "appended-line.jsonl", lambda p: write_sessions(p, [APPENDED_SEED]),
                   f"write_sessions([{APPENDED_SEED}])")
     return path.read_bytes()

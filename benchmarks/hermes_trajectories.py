@@ -22,7 +22,7 @@ from pathlib import Path
 from hermes_pipeline.formats import detect_format_in
 from hermes_pipeline.jsonl import Record, read_records
 from hermes_pipeline.transcript import Conversation, message_text, role, tool_calls
-from tests.helpers.env import CORPUS, LONG_SESSIONS
+from testkit.env import CORPUS, LONG_SESSIONS
 
 MAX_RECORD = 64 << 20
 

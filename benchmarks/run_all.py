@@ -30,10 +30,10 @@ QUALITY_TARGETS = {"files_written": ("files created/edited", 0.95), "user_turns"
 
 
 def retention(seeds=range(1, 21)) -> dict:
-    """Planted facts of synthetic sessions (tests/helpers/synth.py) still in the compacted conversation."""
-    from tests.helpers.builders import engine_for
-    from tests.helpers.synth import make_session
-    from tests.helpers.validity import contains
+    """Planted facts of synthetic sessions (testkit/synth.py) still in the compacted conversation."""
+    from testkit.builders import engine_for
+    from testkit.synth import make_session
+    from testkit.validity import contains
 
     from hermes_pipeline.transcript import Conversation
     engine = engine_for(context_length=200_000, protect_last_n=20)

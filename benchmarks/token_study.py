@@ -26,8 +26,8 @@ from pathlib import Path
 from hermes_pipeline import tokens
 from hermes_pipeline.jsonl import Record, read_records
 from hermes_pipeline.tokens import TokenCounter, _parts, encoding, estimate_message_tokens
-from tests.helpers.env import SHARED
-from tests.helpers.sessions import read_conversations, string_leaves
+from testkit.env import SHARED
+from testkit.sessions import read_conversations, string_leaves
 
 
 def load(synth: int) -> tuple[dict[str, list[list[dict]]], list[str]]:
@@ -41,7 +41,7 @@ def load(synth: int) -> tuple[dict[str, list[list[dict]]], list[str]]:
                 if isinstance(item, Record):
                     string_leaves(item.value, strings)
     if synth:
-        from tests.helpers.synth import make_session
+        from testkit.synth import make_session
         groups["synth"] = [make_session(1000 + i)[0]["messages"] for i in range(synth)]
     return groups, strings
 

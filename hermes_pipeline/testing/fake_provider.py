@@ -97,6 +97,7 @@ class FakeProvider:
       default_latency  seconds added before every response
       max_input_chars  requests with more system+message characters get a context-length error
       log              print one access-log line per request to stderr
+    and read: in_flight, peak_in_flight (requests being answered now, and at most at once)
     """
 
     def __init__(
@@ -112,6 +113,7 @@ class FakeProvider:
         self.max_input_chars = max_input_chars
         self.log = log
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)   # a request arrived, entered or left
         self._stopping = threading.Event()
         self._server: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -123,6 +125,7 @@ class FakeProvider:
             self._path_counts: Counter[str] = Counter()
             self._faults: deque[Fault | None] = deque()
             self._cache_seen: set[str] = set()
+            self.in_flight = self.peak_in_flight = self._hold_until = 0
             self.batches = FakeBatches(self._respond)    # the batch APIs (fake_batches.py), scripted apart
 
     # ---- lifecycle -------------------------------------------------------
@@ -144,6 +147,8 @@ class FakeProvider:
         if self._server is None:
             return
         self._stopping.set()  # wakes handlers sleeping in hang/latency
+        with self._changed:
+            self._changed.notify_all()  # and those held by hold_replies_until
         self._server.shutdown()
         self._server.server_close()
         if self._thread is not None:
@@ -202,6 +207,19 @@ class FakeProvider:
         with self._lock:
             return dict(self._path_counts)
 
+    def hold_replies_until(self, in_flight: int) -> None:
+        """Replies wait until `in_flight` requests are in the server at once (then none waits): overlap shown
+        by the requests themselves, however slow the machine."""
+        with self._lock:
+            self._hold_until = in_flight
+
+    def wait_for_requests(self, count: int, timeout: float = 60.0) -> int:
+        """Wait until `count` requests were recorded (a client that timed out on a request the server had not
+        read yet is ahead of the record); returns how many were."""
+        with self._changed:
+            self._changed.wait_for(lambda: len(self._requests) >= count, timeout)
+            return len(self._requests)
+
     def reset(self) -> None:
         """Forget requests, counters, pending faults and the prompt cache."""
         self._reset_state()
@@ -218,13 +236,28 @@ class FakeProvider:
             body = None
         batch_api = provider is None and self.batches.owns(path)
         seq, fault = self._record(handler, path, body, scripted=not batch_api)
-        self._sleep(self.default_latency + (fault.seconds if fault else 0.0))
-        if batch_api:
-            status, payload, headers = self.batches.answer(handler.command, path, raw, handler.headers)
-        else:
-            status, payload, headers = self._respond(provider, path, body, fault, seq)
-        headers = {"request-id": f"req_fake_{seq:06d}", **headers}
-        self._send(handler, status, payload, headers)
+        self._enter()
+        try:
+            self._sleep(self.default_latency + (fault.seconds if fault else 0.0))
+            if batch_api:
+                status, payload, headers = self.batches.answer(handler.command, path, raw, handler.headers)
+            else:
+                status, payload, headers = self._respond(provider, path, body, fault, seq)
+            headers = {"request-id": f"req_fake_{seq:06d}", **headers}
+            self._send(handler, status, payload, headers)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _enter(self) -> None:
+        """Count the request in flight (and the peak); held while hold_replies_until says so."""
+        with self._changed:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            if self.in_flight >= self._hold_until:
+                self._hold_until = 0
+                self._changed.notify_all()
+            self._changed.wait_for(lambda: not self._hold_until or self._stopping.is_set())
 
     def _record(
         self, handler: BaseHTTPRequestHandler, path: str, body: Any, scripted: bool = True
@@ -247,6 +280,7 @@ class FakeProvider:
                 }
             )
             self._path_counts[path] += 1
+            self._changed.notify_all()
             return len(self._requests), fault
 
     def _sleep(self, seconds: float) -> None:

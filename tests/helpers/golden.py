@@ -12,8 +12,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from tests.helpers.env import CORPUS, LONG_SESSIONS, REAL, ROOT, run_cli
-from tests.helpers.synth import write_sessions
+from testkit.env import CORPUS, LONG_SESSIONS, REAL, ROOT, run_cli
+from testkit.synth import write_sessions
 
 GOLDEN = ROOT / "tests" / "data" / "golden.json"
 SMALL = ("model.context_length=4000", "compression.protect_last_n=4")

@@ -1,0 +1,32 @@
+import pytest
+
+from hermes_pipeline.components import budgets_from_config
+from hermes_pipeline.engine.plan import compute_budgets
+
+
+def test_worked_example_for_a_200k_model_with_defaults(composed_config):
+    cfg = composed_config()
+    budgets = budgets_from_config(cfg)
+    assert cfg.model.context_length == 200_000
+    assert budgets.threshold_tokens == 100_000
+    assert budgets.tail_token_budget == 20_000
+    assert budgets.max_summary_tokens == 10_000
+    assert budgets.hygiene_tokens == 170_000
+
+
+def test_context_length_override_changes_every_budget(composed_config):
+    cfg = composed_config("model.context_length=1000000")
+    budgets = budgets_from_config(cfg)
+    assert budgets.threshold_tokens == 500_000
+    assert budgets.tail_token_budget == 100_000
+    assert budgets.max_summary_tokens == 12_000   # the hard ceiling
+
+
+@pytest.mark.parametrize("content_tokens, expected", [(1_000, 2_000), (30_000, 6_000), (80_000, 10_000), (500_000, 10_000)])
+def test_summary_budget_is_a_fifth_of_the_content_within_floor_and_ceiling(content_tokens, expected):
+    assert compute_budgets(200_000, 0.5, 0.2, 0.85).summary_tokens(content_tokens) == expected
+
+
+def test_small_context_caps_the_summary_below_the_floor():
+    budgets = compute_budgets(4_000, 0.5, 0.2, 0.85)
+    assert budgets.summary_tokens(50_000) == 200
