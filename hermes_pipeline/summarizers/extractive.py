@@ -29,7 +29,7 @@ from hermes_pipeline.quality import MAX_ERRORS, extract_probes
 from hermes_pipeline.summarizers.base import SECTIONS, Summarizer, SummaryRequest, SummaryResult
 from hermes_pipeline.summarizers.code_names import change_excerpt, changed_names, mentioned_names
 from hermes_pipeline.summarizers.earlier import read_sections
-from hermes_pipeline.summarizers.fit import ARTIFACT, CHATTER, KEY, RECENT, USEFUL, Collector, fit, render
+from hermes_pipeline.summarizers.fit import ARTIFACT, CHATTER, KEY, RECENT, USEFUL, USER_WORDS, Collector, fit, render
 from hermes_pipeline.summarizers.forms import grouped_identifiers, grouped_paths
 from hermes_pipeline.summarizers.progress import add_progress, clip, note
 from hermes_pipeline.summarizers.requests import add_user_words, user_turns
@@ -52,8 +52,9 @@ _REWRITTEN = re.compile(r"- (?:\(earlier\) )?(?:Changed \d+ file\(s\), listed un
                         r"Fix the errors listed under Blocked\.|Fix what still fails \(.*|"
                         r"The latest request, (?:under way|not started): .*|Last run of .*)$")
 _LOCATION = re.compile(r"^\S+?:\d+(?::\d+)?:\s*")   # "src/a.c:12:5: " before a compiler message
+# an earlier summary's goal and what it says was done outrank the errors fixed since (which go first)
 _CARRIED_RANK = {"## Goal": KEY, "## Constraints & Preferences": KEY, "## Key Decisions": USEFUL,
-                 "## Relevant Files": USEFUL, "## Critical Context": RECENT, "### Done": RECENT,
+                 "## Relevant Files": USEFUL, "## Critical Context": RECENT, "### Done": KEY,
                  "### Blocked": RECENT, "### In Progress": USEFUL, "## Next Steps": USEFUL}
 _PLANS = ("### In Progress", "## Next Steps")
 
@@ -182,7 +183,8 @@ class ExtractiveSummarizer(Summarizer):
         older: dict[str, list] = {}
         for error in probes.errors[:-MAX_ERRORS]:
             older.setdefault(_LOCATION.sub("", error.line) + str(error.fixed), []).append(error)
-        for error, rank, similar in [(e, ARTIFACT, 0) for e in recent] + [
+        # a fixed error is history: it goes before the goal, what was done and the files (an open one stays)
+        for error, rank, similar in [(e, RECENT if e.fixed else ARTIFACT, 0) for e in recent] + [
                 (group[0], CHATTER if group[0].fixed else RECENT, len(group) - 1) for group in older.values()]:
             program = command_key(error.command) or "command"
             more = f" (+{similar} alike)" if similar else ""
@@ -228,6 +230,8 @@ class ExtractiveSummarizer(Summarizer):
                 if new_request:
                     line = re.sub(r"^- Latest request:", "- Earlier request:", line)
             rank = USEFUL if re.search(r"user messages", heading, re.I) else _CARRIED_RANK.get(section, RECENT)
+            if section == "## Goal" and ours and text.startswith(("Task:", "Latest request:")):
+                rank = USER_WORDS     # the first and the latest request stay as the middle's own requests do
             c.add(section, line if len(line) <= 420 else line[:419] + "…", rank, order)
             order += 1
         return goal
