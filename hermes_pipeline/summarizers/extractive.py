@@ -51,10 +51,11 @@ HINTS_LABEL = "Names used most: "
 _REWRITTEN = re.compile(r"- (?:\(earlier\) )?(?:Changed \d+ file\(s\), listed under Relevant Files\.|"
                         r"Fix the errors listed under Blocked\.|Fix what still fails \(.*|"
                         r"The latest request, (?:under way|not started): .*|Last run of .*)$")
+DONE_ITEM_CHARS = 160       # a task-list item, a commit: what an earlier summary says was done, kept long
+QUOTED_KEY = 60             # characters of an error line that tell it from others (a quote may be clipped)
 _LOCATION = re.compile(r"^\S+?:\d+(?::\d+)?:\s*")   # "src/a.c:12:5: " before a compiler message
-# an earlier summary's goal and what it says was done outrank the errors fixed since (which go first)
 _CARRIED_RANK = {"## Goal": KEY, "## Constraints & Preferences": KEY, "## Key Decisions": USEFUL,
-                 "## Relevant Files": USEFUL, "## Critical Context": RECENT, "### Done": KEY,
+                 "## Relevant Files": USEFUL, "## Critical Context": RECENT, "### Done": RECENT,
                  "### Blocked": RECENT, "### In Progress": USEFUL, "## Next Steps": USEFUL}
 _PLANS = ("### In Progress", "## Next Steps")
 
@@ -81,7 +82,8 @@ class ExtractiveSummarizer(Summarizer):
             carried_goal = self._carry_previous(request.previous_summary, c, probes, bool(lists), done_tasks, asked)
         latest = add_user_words(request.head, start, messages, c, carried_goal)
         self._files(probes, messages, start, c)
-        self._errors(probes, c)
+        quoted = read_trail(request.previous_summary or "").errors      # the errors an earlier summary quoted
+        self._errors(probes, {normalize(line)[:QUOTED_KEY] for _, line, _ in quoted}, c)
         for line in grouped_identifiers(probes.identifiers):
             c.add("## Critical Context", f"- IDs from tool results, used later: {line}", ARTIFACT, 0)
         seen = {v: k for m in request.middle if role(m) == "tool" for v, k in amounts(message_text(m))}
@@ -177,14 +179,16 @@ class ExtractiveSummarizer(Summarizer):
                 change.last = i
         return changes
 
-    def _errors(self, probes, c: Collector) -> None:
+    def _errors(self, probes, quoted: set[str], c: Collector) -> None:
         """The last MAX_ERRORS distinct error lines verbatim; older ones after them, alike ones merged."""
         recent = probes.errors[-MAX_ERRORS:]
         older: dict[str, list] = {}
         for error in probes.errors[:-MAX_ERRORS]:
             older.setdefault(_LOCATION.sub("", error.line) + str(error.fixed), []).append(error)
-        # a fixed error is history: it goes before the goal, what was done and the files (an open one stays)
-        for error, rank, similar in [(e, RECENT if e.fixed else ARTIFACT, 0) for e in recent] + [
+        # a fixed error an earlier summary quoted is history: it goes before that summary's goal, what it says
+        # was done and its files (an open one, or one the middle itself fixed, stays an artifact)
+        history = [e.fixed and normalize(e.line)[:QUOTED_KEY] in quoted for e in recent]
+        for error, rank, similar in [(e, RECENT if old else ARTIFACT, 0) for e, old in zip(recent, history)] + [
                 (group[0], CHATTER if group[0].fixed else RECENT, len(group) - 1) for group in older.values()]:
             program = command_key(error.command) or "command"
             more = f" (+{similar} alike)" if similar else ""
@@ -230,8 +234,12 @@ class ExtractiveSummarizer(Summarizer):
                 if new_request:
                     line = re.sub(r"^- Latest request:", "- Earlier request:", line)
             rank = USEFUL if re.search(r"user messages", heading, re.I) else _CARRIED_RANK.get(section, RECENT)
+            # the earlier first and latest request, and what it says was done, outrank the errors it quoted as
+            # fixed (which go first); a Done item of long prose (a pull request's whole story) does not
             if section == "## Goal" and ours and text.startswith(("Task:", "Latest request:")):
-                rank = USER_WORDS     # the first and the latest request stay as the middle's own requests do
+                rank = USER_WORDS     # as the middle's own requests
+            elif section == "### Done" and len(text) <= DONE_ITEM_CHARS:
+                rank = KEY
             c.add(section, line if len(line) <= 420 else line[:419] + "…", rank, order)
             order += 1
         return goal
