@@ -208,7 +208,8 @@ def _compacted_twice(tmp_path, second_context: int, continued: bool):
                 last = {**last, "uuid": uuid}
     run = run_cli(tmp_path / "two", f"input={again}", f"model.context_length={second_context}")
     assert run.returncode == 0, run.stderr
-    [first_row], [row] = read_jsonl(tmp_path / "one" / "manifest.jsonl"), read_jsonl(tmp_path / "two" / "manifest.jsonl")
+    [first_row] = read_jsonl(tmp_path / "one" / "manifest.jsonl")
+    [row] = read_jsonl(tmp_path / "two" / "manifest.jsonl")
     [conversation] = read_conversations(tmp_path / "two" / "transcripts" / source.name, repaired=False)
     summary = [message_text(m) for m in conversation.messages if is_summary_message(m)][-1]
     return first_row, row, summary

@@ -33,7 +33,7 @@ from hermes_pipeline.summarizers.fit import ARTIFACT, CHATTER, KEY, RECENT, USEF
 from hermes_pipeline.summarizers.forms import grouped_identifiers, grouped_paths
 from hermes_pipeline.summarizers.progress import add_progress, clip, note
 from hermes_pipeline.summarizers.requests import add_user_words, user_turns
-from hermes_pipeline.summarizers.speech import as_task, is_talk, plain, sentences
+from hermes_pipeline.summarizers.speech import as_task, is_talk, plain, says_little, sentences
 from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.tool_output import amounts, normalize
 from hermes_pipeline.transcript import is_summary_message, message_text, role, tool_calls
@@ -41,7 +41,6 @@ from hermes_pipeline.work_state import PLAN_KEYS, task_lists
 
 _ACTION_WORD = {"written": "Created/written", "edited": "Edited", "moved": "Moved away", "deleted": "Deleted"}
 NAMES_PER_LINE = 16
-MIN_PURPOSE_WORDS = 3        # "fix it" says nothing about what a change was for
 # lookup hints, the names the work used most: one per HINT_TOKENS of budget, at least MIN_HINTS, the first
 # lines kept longest (a long middle's summary has room for its less frequent names too)
 MIN_HINTS, HINT_TOKENS, HINTS_PER_LINE = 60, 40, 20
@@ -58,6 +57,7 @@ _CARRIED_RANK = {"## Goal": KEY, "## Constraints & Preferences": KEY, "## Key De
                  "## Relevant Files": USEFUL, "## Critical Context": RECENT, "### Done": RECENT,
                  "### Blocked": RECENT, "### In Progress": USEFUL, "## Next Steps": USEFUL}
 _PLANS = ("### In Progress", "## Next Steps")
+_LISTED = ("read earlier", "changed earlier")     # pi's file lists, as earlier.py reads them
 
 
 class ExtractiveSummarizer(Summarizer):
@@ -172,7 +172,7 @@ class ExtractiveSummarizer(Summarizer):
                     continue
                 change = changes.setdefault(changed[0], _Change())
                 said = note(call_arguments(call)) or intent
-                if said and len(said.split()) >= MIN_PURPOSE_WORDS:
+                if said and not says_little(said):
                     change.notes.setdefault(normalize(said), i)
                 change.names += [n for n in changed_names(call) if n not in change.names]
                 change.excerpt = change_excerpt(call) or change.excerpt
@@ -218,6 +218,8 @@ class ExtractiveSummarizer(Summarizer):
             if line in regenerated or _REWRITTEN.match(line) or (
                     is_talk(text) and section not in ("## Goal", "## Constraints & Preferences")):
                 continue     # (a summary may say "The user wants ...": it was written from the user's turns)
+            if heading in _LISTED and text.rsplit(" (", 1)[0] in in_probes:
+                continue     # pi's own file list: the middle's line names the file with its latest action
             if text.startswith(HINTS_LABEL):
                 c.hints += [n for n in text[len(HINTS_LABEL):].split(", ") if n not in c.hints]
                 continue     # merged into this summary's own hints
