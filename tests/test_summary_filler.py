@@ -67,3 +67,15 @@ def test_a_users_sentence_about_themselves_is_no_constraint():
               assistant("Understood.")]
     rules = section(_summary(middle), "## Constraints & Preferences")
     assert "Never book a basic economy fare." in rules and "reservation ID" not in rules
+
+
+def test_what_the_agent_exclaims_to_the_user_is_not_carried_as_a_finding():
+    middle = [user("Fix the sync."),
+              calls(("e", "Edit", {"file_path": "/r/src/sync.ts", "old_string": "x", "new_string": "y"})),
+              result("e", "ok"),
+              assistant("The reconcile() in src/sync.ts now merges both cursors before writing. This eliminates the "
+                        "'weird back and forth' issues you identified in sync.ts! 🎉"),
+              user("Thanks. Now the docs.")]
+    text = _summary(middle)
+    assert "reconcile() in src/sync.ts now merges both cursors" in text
+    assert "you identified" not in text and "🎉" not in text
