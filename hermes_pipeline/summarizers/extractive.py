@@ -188,7 +188,7 @@ class ExtractiveSummarizer(Summarizer):
         # a fixed error an earlier summary quoted is history: it goes before that summary's goal, what it says
         # was done and its files (an open one, or one the middle itself fixed, stays an artifact)
         history = [e.fixed and normalize(e.line)[:QUOTED_KEY] in quoted for e in recent]
-        for error, rank, similar in [(e, RECENT if old else ARTIFACT, 0) for e, old in zip(recent, history)] + [
+        for error, rank, similar in [(e, USEFUL if old else ARTIFACT, 0) for e, old in zip(recent, history)] + [
                 (group[0], CHATTER if group[0].fixed else RECENT, len(group) - 1) for group in older.values()]:
             program = command_key(error.command) or "command"
             more = f" (+{similar} alike)" if similar else ""
