@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from hermes_pipeline.analysis.artifacts import call_arguments, command_key, command_programs, paired_results, shell_command
 from hermes_pipeline.summarizers.redact import strip_think
-from hermes_pipeline.summarizers.speech import as_task, is_decision, plain, sentences
+from hermes_pipeline.summarizers.speech import as_task, is_decision, plain, says_little, sentences
 from hermes_pipeline.analysis.tool_output import error_lines, normalize
 from hermes_pipeline.transcript import message_text, role, tool_calls
 
@@ -167,7 +167,11 @@ def last_plan(messages: list[dict], said: list[tuple[int, str]], end: int) -> Pl
         if not tasks:
             continue
         acted = bool(tool_calls(messages[i])) or (i + 1 < end and role(messages[i + 1]) == "assistant")
-        return Plan(i, tasks[0], tasks[1:MAX_NEXT + 1]) if acted else Plan(i, None, tasks[:MAX_NEXT])
+        # the plan is still this statement's, without a task that means nothing alone ("temporarily exclude it")
+        tasks = [None if says_little(task, 2) else task for task in tasks]
+        if acted:
+            return Plan(i, tasks[0], [t for t in tasks[1:MAX_NEXT + 1] if t])
+        return Plan(i, None, [t for t in tasks[:MAX_NEXT] if t])
     return None
 
 

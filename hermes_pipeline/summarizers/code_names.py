@@ -87,13 +87,16 @@ def names_in(new: str, old: str = "") -> list[str]:
         if name not in _COMMON:
             out.setdefault(name, None)
     for found in _INCLUDE.finditer(new):
-        out.setdefault(next(g for g in found.groups() if g), None)
+        name = next(g for g in found.groups() if g)
+        if "<" not in found.group(0) or "/" in name:     # <stdio.h>, <cuda_runtime.h>: the system's, not the work's
+            out.setdefault(name, None)
     seen = set(before)
     for name in _NAME.findall(_PATHISH.sub(" ", new)):
-        if name not in seen and name not in _COMMON and len(name) >= 3:
+        # a LaTeX macro counts where it is defined (above), not where a document uses it
+        if name not in seen and name not in _COMMON and len(name) >= 3 and not name.startswith("\\"):
             out.setdefault(name, None)
     for name in before:
-        if name in new and name not in _COMMON and len(name) >= 3:
+        if name in new and name not in _COMMON and len(name) >= 3 and not name.startswith("\\"):
             out.setdefault(name, None)
     return list(out)
 

@@ -35,6 +35,9 @@ _FILE_LISTS = {"read-files": "read earlier", "modified-files": "changed earlier"
 _WRAPPER = re.compile(r"^(?:This session is being continued from a previous conversation|Please continue the "
                       r"conversation from where we left|\[CONTEXT (?:COMPACTION|SUMMARY)|\[End of context summary)")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
+# an entry of pi's file lists is a path: not its "… (34 more files omitted)" marker, not a read's line range
+_OMITTED = re.compile(r"^(?:…|\.\.\.)|\(\d+ more files? omitted\)")
+_LINE_RANGE = re.compile(r":\d+(?:-\d+)?$")
 MAX_LINE_CHARS = 400
 
 
@@ -91,8 +94,10 @@ def read_sections(summary: str) -> list[tuple[str, str, str]]:
             listing = None if tag.group(1) else _FILE_LISTS.get(tag.group(2))
             continue
         if listing:
-            if not stripped.startswith("…"):        # "… (34 more files omitted)"
-                out.append(("## Relevant Files", f"{stripped} ({listing})", listing))
+            for entry in re.split(r"\\n|\n", stripped):     # pi joins entries with a literal "\n"
+                item = ("## Relevant Files", f"{_LINE_RANGE.sub('', entry.strip())} ({listing})", listing)
+                if not item[1].startswith(" (") and not _OMITTED.search(entry.strip()) and item not in out:
+                    out.append(item)
             continue
         if in_analysis or not stripped or _WRAPPER.match(stripped) or stripped == "---":
             continue

@@ -29,11 +29,12 @@ from hermes_pipeline.analysis.probes import MAX_ERRORS, extract_probes
 from hermes_pipeline.summarizers.base import SECTIONS, Summarizer, SummaryRequest, SummaryResult
 from hermes_pipeline.summarizers.code_names import change_excerpt, changed_names, mentioned_names
 from hermes_pipeline.summarizers.earlier import read_sections
-from hermes_pipeline.summarizers.line_budget import ARTIFACT, CHATTER, KEY, RECENT, USEFUL, Collector, fit, render
+from hermes_pipeline.summarizers.line_budget import ARTIFACT, CHATTER, KEY, RECENT, USEFUL, USER_WORDS, Collector, fit, \
+    render
 from hermes_pipeline.summarizers.grouped_names import grouped_identifiers, grouped_paths
 from hermes_pipeline.summarizers.progress import add_progress, clip, note
 from hermes_pipeline.summarizers.requests import add_user_words, user_turns
-from hermes_pipeline.summarizers.speech import as_task, is_talk, plain, sentences
+from hermes_pipeline.summarizers.speech import as_task, is_talk, plain, says_little, sentences
 from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.analysis.tool_output import amounts, normalize
 from hermes_pipeline.transcript import is_summary_message, message_text, role, tool_calls
@@ -41,7 +42,6 @@ from hermes_pipeline.work_state import PLAN_KEYS, task_lists
 
 _ACTION_WORD = {"written": "Created/written", "edited": "Edited", "moved": "Moved away", "deleted": "Deleted"}
 NAMES_PER_LINE = 16
-MIN_PURPOSE_WORDS = 3        # "fix it" says nothing about what a change was for
 # lookup hints, the names the work used most: one per HINT_TOKENS of budget, at least MIN_HINTS, the first
 # lines kept longest (a long middle's summary has room for its less frequent names too)
 MIN_HINTS, HINT_TOKENS, HINTS_PER_LINE = 60, 40, 20
@@ -51,11 +51,14 @@ HINTS_LABEL = "Names used most: "
 _REWRITTEN = re.compile(r"- (?:\(earlier\) )?(?:Changed \d+ file\(s\), listed under Relevant Files\.|"
                         r"Fix the errors listed under Blocked\.|Fix what still fails \(.*|"
                         r"The latest request, (?:under way|not started): .*|Last run of .*)$")
+DONE_ITEM_CHARS = 160       # a task-list item, a commit: what an earlier summary says was done, kept long
+QUOTED_KEY = 60             # characters of an error line that tell it from others (a quote may be clipped)
 _LOCATION = re.compile(r"^\S+?:\d+(?::\d+)?:\s*")   # "src/a.c:12:5: " before a compiler message
 _CARRIED_RANK = {"## Goal": KEY, "## Constraints & Preferences": KEY, "## Key Decisions": USEFUL,
                  "## Relevant Files": USEFUL, "## Critical Context": RECENT, "### Done": RECENT,
                  "### Blocked": RECENT, "### In Progress": USEFUL, "## Next Steps": USEFUL}
 _PLANS = ("### In Progress", "## Next Steps")
+_LISTED = ("read earlier", "changed earlier")     # pi's file lists, as earlier.py reads them
 
 
 class ExtractiveSummarizer(Summarizer):
@@ -80,7 +83,8 @@ class ExtractiveSummarizer(Summarizer):
             carried_goal = self._carry_previous(request.previous_summary, c, probes, bool(lists), done_tasks, asked)
         latest = add_user_words(request.head, start, messages, c, carried_goal)
         self._files(probes, messages, start, c)
-        self._errors(probes, c)
+        quoted = read_trail(request.previous_summary or "").errors      # the errors an earlier summary quoted
+        self._errors(probes, {normalize(line)[:QUOTED_KEY] for _, line, _ in quoted}, c)
         for line in grouped_identifiers(probes.identifiers):
             c.add("## Critical Context", f"- IDs from tool results, used later: {line}", ARTIFACT, 0)
         seen = {v: k for m in request.middle if role(m) == "tool" for v, k in amounts(message_text(m))}
@@ -169,20 +173,23 @@ class ExtractiveSummarizer(Summarizer):
                     continue
                 change = changes.setdefault(changed[0], _Change())
                 said = note(call_arguments(call)) or intent
-                if said and len(said.split()) >= MIN_PURPOSE_WORDS:
+                if said and not says_little(said):
                     change.notes.setdefault(normalize(said), i)
                 change.names += [n for n in changed_names(call) if n not in change.names]
                 change.excerpt = change_excerpt(call) or change.excerpt
                 change.last = i
         return changes
 
-    def _errors(self, probes, c: Collector) -> None:
+    def _errors(self, probes, quoted: set[str], c: Collector) -> None:
         """The last MAX_ERRORS distinct error lines verbatim; older ones after them, alike ones merged."""
         recent = probes.errors[-MAX_ERRORS:]
         older: dict[str, list] = {}
         for error in probes.errors[:-MAX_ERRORS]:
             older.setdefault(_LOCATION.sub("", error.line) + str(error.fixed), []).append(error)
-        for error, rank, similar in [(e, ARTIFACT, 0) for e in recent] + [
+        # a fixed error an earlier summary quoted is history: it goes before that summary's goal, what it says
+        # was done and its files (an open one, or one the middle itself fixed, stays an artifact)
+        history = [e.fixed and normalize(e.line)[:QUOTED_KEY] in quoted for e in recent]
+        for error, rank, similar in [(e, USEFUL if old else ARTIFACT, 0) for e, old in zip(recent, history)] + [
                 (group[0], CHATTER if group[0].fixed else RECENT, len(group) - 1) for group in older.values()]:
             program = command_key(error.command) or "command"
             more = f" (+{similar} alike)" if similar else ""
@@ -212,6 +219,8 @@ class ExtractiveSummarizer(Summarizer):
             if line in regenerated or _REWRITTEN.match(line) or (
                     is_talk(text) and section not in ("## Goal", "## Constraints & Preferences")):
                 continue     # (a summary may say "The user wants ...": it was written from the user's turns)
+            if heading in _LISTED and text.rsplit(" (", 1)[0] in in_probes:
+                continue     # pi's own file list: the middle's line names the file with its latest action
             if text.startswith(HINTS_LABEL):
                 c.hints += [n for n in text[len(HINTS_LABEL):].split(", ") if n not in c.hints]
                 continue     # merged into this summary's own hints
@@ -228,6 +237,12 @@ class ExtractiveSummarizer(Summarizer):
                 if new_request:
                     line = re.sub(r"^- Latest request:", "- Earlier request:", line)
             rank = USEFUL if re.search(r"user messages", heading, re.I) else _CARRIED_RANK.get(section, RECENT)
+            # the earlier first and latest request, and what it says was done, outrank the errors it quoted as
+            # fixed (which go first); a Done item of long prose (a pull request's whole story) does not
+            if section == "## Goal" and ours and text.startswith(("Task:", "Latest request:")):
+                rank = USER_WORDS     # as the middle's own requests
+            elif section == "### Done" and len(text) <= DONE_ITEM_CHARS:
+                rank = KEY
             c.add(section, line if len(line) <= 420 else line[:419] + "…", rank, order)
             order += 1
         return goal

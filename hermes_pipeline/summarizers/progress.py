@@ -131,14 +131,19 @@ def _action_call(call: dict, result: dict | None, c: Collector, order: int) -> N
     c.add("### Done", f"- {name}({clip(subject, 120)}) -> {status}", RECENT, order)
 
 
+# a sentence that exclaims to the user ("... the issues you identified! 🎉"): telling, not what was found
+_TO_THE_USER = re.compile(r"\byou(?:r)?\b(?:[^.!?]|\.\w)*!", re.I)
+
+
 def _report_lines(text: str) -> list[str]:
     """The sentences of an agent's message that state something particular: no talk, no guesses, no
-    questions, no plans, no code, no headings or table rows."""
+    questions, no plans, no code, no headings or table rows, nothing exclaimed to the user."""
     out = []
     for s in sentences(text):
         s = as_statement(plain(s))
         if len(s.split()) < 4 or s.startswith(("#", "|")) or s.endswith(":") or not has_specifics(s) \
-                or is_talk(s) or is_speculation(s) or is_code_fragment(s) or as_task(s):
+                or is_talk(s) or is_speculation(s) or is_code_fragment(s) or as_task(s) \
+                or _TO_THE_USER.search(s):
             continue
         out.append(clip(_alone(s), 240))
     return out

@@ -27,6 +27,8 @@ ANSWER_CHARS = 80         # a user turn up to this long, right after the agent a
 RULE = re.compile(r"\b(?:must|never|always|don'?t|do not|avoid|prefer|should|shall|require[sd]?|only|make sure|ensure|"
                   r"no more than|at least|at most|instead|without)\b|\b(?:respond|reply|answer|write|speak|talk)\b.{0,20}"
                   r"\bin\b|\bplease use\b|^use\b", re.I)
+# the user saying what they themselves don't know or have ("I don't remember the ID"), not a rule for the work
+_ABOUT_ME = re.compile(r"\bI (?:don'?t|do not|never|can'?t|cannot) (?!want|like|need|care|mind|allow|expect)", re.I)
 
 
 @dataclass
@@ -107,7 +109,7 @@ def rules_from(text: str, c: Collector, order: int) -> None:
     """The turn's sentences that bind the work, each once (the same rule said twice is one line)."""
     for s in sentences(text):
         s = s.strip()
-        if RULE.search(s) and 3 <= len(s.split()) and len(s) <= 400:
+        if RULE.search(_ABOUT_ME.sub(" ", s)) and 3 <= len(s.split()) and len(s) <= 400:
             key = ("rule", normalize(s).lower().rstrip("."))
             if key not in c.seen:
                 c.seen.add(key)

@@ -101,6 +101,21 @@ def as_task(sentence: str) -> str | None:
     return None
 
 
+MIN_NOTE_WORDS = 3       # "fix it": what it means was said around it
+BACK_REFERENCE_WORDS = 6   # a note this short that refers back ("fix these one by one") says nothing alone
+_BACK_REFERENCE = re.compile(r"\b(?:it|this|these|them|that|those)\b", re.I)
+_MANNER = re.compile(r"^be\b", re.I)     # "be more specific": how to go on, not a change
+
+
+def says_little(note: str, min_words: int = MIN_NOTE_WORDS) -> bool:
+    """A note or task that only makes sense where it was said: a few words, a manner ("be more specific"), or a
+    short one that refers back ("fix these one by one") and names nothing particular."""
+    words = len(note.split())
+    if words < min_words or _MANNER.match(note):
+        return True
+    return words < BACK_REFERENCE_WORDS and bool(_BACK_REFERENCE.search(note)) and not _SPECIFIC.search(note)
+
+
 def as_statement(sentence: str) -> str:
     """A sentence with its interjections and leading "Now," / "So," removed."""
     return _LEADING_FILLER.sub("", without_interjection(sentence.strip())).strip()

@@ -49,7 +49,9 @@ def test_the_hermes_agents_summary_in_an_openai_list_is_updated():
     summary = compaction.outcome.summary.text
     assert "- Migrate the billing jobs to the new scheduler." in summary          # its goal, carried
     assert "- (earlier) Wire `retry_backoff` into `billing/worker.py`" in summary   # its plan, still open
-    assert "- Queue name is billing-v2" in summary and "billing/part_0.py (edited)" in summary
+    # what it says was done outranks its other context in this small budget (its queue name went before)
+    assert "- Ported `billing/jobs.py` to the `TaskQueue` API" in summary.split("### Done")[1].split("###")[0]
+    assert "billing/part_0.py (edited)" in summary
 
 
 def test_a_trajectory_summary_in_a_sharegpt_record_is_updated_through_the_cli(tmp_path):

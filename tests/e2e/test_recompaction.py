@@ -1,4 +1,5 @@
 """A conversation compacted again: the earlier summary's trail is the middle's, nothing stacks or grows."""
+import json
 import re
 
 from hermes_pipeline.analysis.earlier_trail import read_trail
@@ -170,3 +171,73 @@ def test_the_middles_own_task_list_and_latest_request_win_over_the_earlier_summa
     assert "error: untracked files would be overwritten" in text   # a \r inside a quoted line cuts nothing
     probes = extract_probes(head + [first] + later, range(len(head), len(head) + 1 + len(later)))
     assert [e.line for e in probes.errors] == ["Rebasing (1/26) error: untracked files would be overwritten"]
+
+
+VSLA_D7 = LONG_SESSIONS / "vsla-claude-sessions" / "d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl"
+# what the first compaction's summary of d7d349f9 at 32K says, and a second one must still say
+EARLIER_REQUESTS = ("Check the status.md and lets get this fully functional please.",
+                    "Lets scrap the current tests by putting them in an archive folder",
+                    "Lets shoot for one comprehensive structure")
+EARLIER_DONE = ("Create a unified tensor structure that supports both CPU and GPU data",
+                "Define a clean backend interface with function pointers for operations",
+                "Implement CPU backend with optimized operations")
+
+
+def _compacted_twice(tmp_path, second_context: int, continued: bool):
+    """d7d349f9 compacted at 32K, our output (optionally continued by the agent) compacted again."""
+    source = shared(VSLA_D7)
+    assert run_cli(tmp_path / "one", f"input={source}", "model.context_length=32000").returncode == 0
+    again = tmp_path / "again"
+    again.mkdir()
+    output = again / source.name
+    output.write_bytes((tmp_path / "one" / "transcripts" / source.name).read_bytes())
+    if continued:      # the agent resumed from our output: new turns chained to its last line
+        last = read_jsonl(output)[-1]
+        turns = [("user", "Now document the backend interface in docs/BACKENDS.md, please."),
+                 ("assistant", "I documented the backend interface in docs/BACKENDS.md: the function table, "
+                               "how a backend registers itself, and the single-kernel rule for GPU backends."),
+                 ("user", "Good. Next add a CPU backend test for vsla_add in tests/test_backend_cpu.c."),
+                 ("assistant", "Added tests/test_backend_cpu.c with a vsla_add test; it builds and passes.")]
+        with output.open("a") as handle:
+            for n, (who, text) in enumerate(turns):
+                uuid = f"00000000-0000-4000-8000-00000000000{n + 1}"
+                handle.write(json.dumps({**{k: v for k, v in last.items() if k in ("sessionId", "cwd", "version")},
+                                         "parentUuid": last["uuid"], "uuid": uuid, "isSidechain": False,
+                                         "type": who, "timestamp": f"2025-07-21T09:0{n}:00.000Z",
+                                         "message": {"role": who, "content": [{"type": "text", "text": text}]}}) + "\n")
+                last = {**last, "uuid": uuid}
+    run = run_cli(tmp_path / "two", f"input={again}", f"model.context_length={second_context}")
+    assert run.returncode == 0, run.stderr
+    [first_row] = read_jsonl(tmp_path / "one" / "manifest.jsonl")
+    [row] = read_jsonl(tmp_path / "two" / "manifest.jsonl")
+    [conversation] = read_conversations(tmp_path / "two" / "transcripts" / source.name, repaired=False)
+    summary = [message_text(m) for m in conversation.messages if is_summary_message(m)][-1]
+    return first_row, row, summary
+
+
+def _earlier_summary_kept(first_row, row, summary, requests=EARLIER_REQUESTS):
+    for request in requests:
+        assert request in summary, request
+    done = summary.split("### Done\n")[1].split("\n#")[0]
+    for item in EARLIER_DONE:
+        assert item in done, item
+    assert row["status"] == "compacted"
+    files = row["quality"]["files_written"]
+    assert files["total"] >= first_row["quality"]["files_written"]["total"] and files["kept"] == files["total"]
+
+
+def test_a_summary_compacted_again_at_a_tighter_budget_keeps_its_goal_done_items_and_files(tmp_path):
+    """At 8K the earlier summary is the whole middle and the new one has 400 tokens: it was 8 "Error, fixed
+    later" lines and one file (quality 0.625, files 4/16); fixed errors go before the goal (the first and the
+    latest request), what was done and the changed files."""
+    first_row, row, summary = _compacted_twice(tmp_path, 8000, continued=False)
+    _earlier_summary_kept(first_row, row, summary, requests=(EARLIER_REQUESTS[0], EARLIER_REQUESTS[-1]))
+    assert "Error, fixed later" not in summary
+
+
+def test_a_continued_session_compacted_again_keeps_the_earlier_requests_and_done_items(tmp_path):
+    """The agent resumed from our output and went on; compacted again at 16K the earlier requests (the
+    design direction among them) and the completed task-list items used to go while every fixed error stayed."""
+    first_row, row, summary = _compacted_twice(tmp_path, 16000, continued=True)
+    _earlier_summary_kept(first_row, row, summary)
+    assert "Good. Next add a CPU backend test" not in summary       # the new turns are the verbatim tail
