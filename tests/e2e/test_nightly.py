@@ -228,7 +228,7 @@ def test_kill_9_at_random_moments_several_times(archive, clean):
             [sys.executable, "-m", "hermes_pipeline", f"hydra.run.dir={archive / 'runs' / f'k{attempt}'}",
              f"input={archive / 'in'}", f"output.dir={archive / 'out'}", "incremental=true", "progress=none",
              *SETTINGS], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        # a random moment mid-run: once it has listed a random number of conversations (of about 280),
+        # a random moment mid-run: once it has listed a random number of conversations (of about 250),
         # wherever it is then
         wait_until_listed(process, archive / "runs" / f"k{attempt}" / "manifest.jsonl", rng.randint(1, 40))
         process.kill()
