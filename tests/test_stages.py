@@ -9,8 +9,10 @@ from hermes_pipeline.stages.assemble import STUB_RESULT, sanitize_tool_pairs
 from hermes_pipeline.stages.base import Draft
 from hermes_pipeline.stages.cache_mark import apply_anthropic_cache_control, caching_policy, strip_cache_control
 from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT, PruneStage, shorten_arguments
-from hermes_pipeline.transcript import Conversation, is_summary_message, pairing_problems
+from hermes_pipeline.transcript import Conversation, is_summary_message, message_text, pairing_problems
 from tests.helpers.builders import assistant, calls, engine_for, long_log, result, system, user
+from tests.helpers.env import LONG_SESSIONS, read_jsonl, run_cli, shared
+from tests.helpers.sessions import read_conversations
 from tests.helpers.validity import problems
 
 
@@ -116,6 +118,23 @@ def test_oversized_tail_demotes_old_outputs_and_keeps_last_three():
     tail = pruned[plan.tail_start:]
     assert any(m.get("content") == PRUNED_TOOL_OUTPUT for m in tail) and stats["tail_tool_outputs_demoted"] > 0
     assert pruned[-3:] == tuple(messages[-3:])
+
+
+def test_a_tail_far_under_the_context_keeps_the_latest_build_errors(tmp_path):
+    """The trial's cut Claude Code session: its tail is over 1.5x the tail budget, yet the output is 17K tokens
+    of a 154K context. Demoting its outputs cleared the latest `make` and its linker errors, which the summary
+    does not hold either: head, summary and tail under the compaction threshold keep their outputs."""
+    source = shared(LONG_SESSIONS / "vsla-claude-sessions" / "9034225e-c367-4ab6-b1eb-1f478a7ae27a.jsonl")
+    cut = tmp_path / "9034225e-cut.jsonl"
+    cut.write_text("".join(line + "\n" for line in source.read_text().split("\n")[:478]))    # head -478
+    result = run_cli(tmp_path / "run", f"input={cut}", "model.context_length=154674")
+    assert result.returncode == 0, result.stderr
+    [row] = read_jsonl(tmp_path / "run" / "manifest.jsonl")
+    assert row["stats"].get("tail_tool_outputs_demoted", 0) == 0
+    assert row["tokens_after"] <= 0.5 * 154674
+    # the conversation the agent resumes (the file also keeps the session's history, which it does not read)
+    [compacted] = read_conversations(tmp_path / "run" / "transcripts" / cut.name)
+    assert any("undefined reference to `vsla_get_rank" in message_text(m) for m in compacted.messages)
 
 
 def test_cache_marks_system_and_last_three_and_is_idempotent():

@@ -86,8 +86,12 @@ def cleared_tool_output(message: dict) -> dict:
 
 def demoted_in_tail(plan: Plan) -> list[int]:
     """The tail tool outputs an oversized tail loses (REFERENCE §6): all but the last few messages'. Not when
-    nothing is summarized (head and tail cover everything): the fit step alone decides what such a tail loses."""
-    if not plan.middle or sum(plan.counts[plan.tail_start:]) <= OVERSIZED_TAIL_FACTOR * plan.budgets.tail_token_budget:
+    nothing is summarized (head and tail cover everything): the fit step alone decides what such a tail loses.
+    Nor when head, summary and tail together stay under the compaction threshold: the agent would not compact
+    that output again, and a demoted output (the latest build's errors) is what it would have to run again."""
+    tail = sum(plan.counts[plan.tail_start:])
+    if not plan.middle or tail <= OVERSIZED_TAIL_FACTOR * plan.budgets.tail_token_budget or \
+            sum(plan.counts[:plan.head_end]) + plan.summary_tokens + tail <= plan.budgets.threshold_tokens:
         return []
     last_demotable = len(plan.original) - TAIL_KEPT_VERBATIM
     return [i for i in range(plan.tail_start, last_demotable)
