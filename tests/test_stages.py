@@ -120,6 +120,23 @@ def test_oversized_tail_demotes_old_outputs_and_keeps_last_three():
     assert pruned[-3:] == tuple(messages[-3:])
 
 
+def test_a_demoted_tail_output_keeps_its_error_lines():
+    """The summary covers the middle only: a tail build's errors cleared with its output would be in neither."""
+    messages = [system(), user("go"), assistant("ok"), user("now")]
+    link_error = "/usr/bin/ld: tests/test_rank.c:227: undefined reference to `vsla_get_rank'"
+    for i in range(6):
+        messages += [calls((f"c{i}", "bash", {"command": "make"})),
+                     result(f"c{i}", "data " * 400 + (f"\n{link_error}\ncollect2: error: ld returned 1 exit status"
+                                                     if i == 1 else ""))]
+    messages += [assistant("done")]
+    plan = _plan(messages, tail_budget_context=4000, protect_last_n=12)
+    pruned, stats = _prune(plan)
+    [build] = [m for m in pruned if m.get("tool_call_id") == "c1"]
+    assert stats["tail_tool_outputs_demoted"] > 0 and build["content"].startswith(PRUNED_TOOL_OUTPUT)
+    assert link_error in build["content"] and "collect2: error: ld returned 1 exit status" in build["content"]
+    assert "data data" not in build["content"]
+
+
 def test_a_tail_far_under_the_context_keeps_the_latest_build_errors(tmp_path):
     """The trial's cut Claude Code session: its tail is over 1.5x the tail budget, yet the output is 17K tokens
     of a 154K context. Demoting its outputs cleared the latest `make` and its linker errors, which the summary
