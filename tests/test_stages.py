@@ -5,10 +5,12 @@ from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import (
     Settings, choose_summary_role, compute_budgets, find_head_end, find_tail_start, make_plan,
 )
+from hermes_pipeline.quality import MAX_ERRORS, extract_probes
 from hermes_pipeline.stages.assemble import STUB_RESULT, sanitize_tool_pairs
 from hermes_pipeline.stages.base import Draft
 from hermes_pipeline.stages.cache_mark import apply_anthropic_cache_control, caching_policy, strip_cache_control
 from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT, PruneStage, shorten_arguments
+from hermes_pipeline.stages.quality import cleared_errors, rate
 from hermes_pipeline.transcript import Conversation, is_summary_message, message_text, pairing_problems
 from tests.helpers.builders import assistant, calls, engine_for, long_log, result, system, user
 from tests.helpers.env import LONG_SESSIONS, read_jsonl, run_cli, shared
@@ -135,6 +137,27 @@ def test_a_demoted_tail_output_keeps_its_error_lines():
     assert stats["tail_tool_outputs_demoted"] > 0 and build["content"].startswith(PRUNED_TOOL_OUTPUT)
     assert link_error in build["content"] and "collect2: error: ld returned 1 exit status" in build["content"]
     assert "data data" not in build["content"]
+
+
+def test_the_score_probes_the_errors_of_cleared_tail_outputs():
+    """A demoted output's marker keeps its last error lines; the score checks they are there, so an output
+    cleared without them (the bare marker) lowers it."""
+    link_errors = [f"/usr/bin/ld: tests/test_rank.c:{i}: undefined reference to `vsla_fn_{i}'" for i in range(20)]
+    messages = [system(), user("go"), assistant("ok"), user("now")]
+    for i in range(6):
+        messages += [calls((f"c{i}", "bash", {"command": "make"})),
+                     result(f"c{i}", "data " * 400 + ("\n" + "\n".join(link_errors) if i == 1 else ""))]
+    messages += [assistant("done")]
+    plan = _plan(messages, tail_budget_context=4000, protect_last_n=12)
+    pruned, _ = _prune(plan)
+    probes = extract_probes(messages, range(plan.head_end, plan.tail_start), max_errors=None)
+    assert rate(probes, pruned)["errors"]["total"] == 0          # the middle has no error: none was probed
+    quality = rate(probes, pruned, cleared_errors(plan))
+    assert quality["errors"] == {"kept": MAX_ERRORS, "total": MAX_ERRORS} and quality["score"] == 1.0
+    bare = [{**m, "content": PRUNED_TOOL_OUTPUT} if m.get("tool_call_id") == "c1" else m for m in pruned]
+    quality = rate(probes, bare, cleared_errors(plan))
+    assert quality["errors"] == {"kept": 0, "total": MAX_ERRORS} and quality["score"] < 1
+    assert link_errors[-1] in quality["missed"]["errors"]
 
 
 def test_a_tail_far_under_the_context_keeps_the_latest_build_errors(tmp_path):

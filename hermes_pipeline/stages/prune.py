@@ -87,7 +87,7 @@ def shortened_tool_output(message: dict, keep_chars: int) -> dict:
 def cleared_tool_output(message: dict) -> dict:
     """A head or tail output cleared (demoted, or by the fit step): its error lines stay under the marker. The
     summary covers the middle only, so a cleared tail build's errors would be in neither."""
-    errors = error_lines(message_text(message))[:CLEARED_ERRORS_KEPT]
+    errors = error_lines(message_text(message))[-CLEARED_ERRORS_KEPT:]   # the last, as the score probes them
     kept = "".join(f"\n{clip_verbatim(line, CLEARED_ERROR_CHARS)}" for line in errors)
     return {**message, "content": PRUNED_TOOL_OUTPUT + (f"\n{KEPT_ERRORS_LABEL}{kept}" if kept else "")}
 

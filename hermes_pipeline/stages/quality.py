@@ -14,9 +14,11 @@ from dataclasses import replace
 
 from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import Plan
-from hermes_pipeline.quality import MAX_ERRORS, Probes, score
+from hermes_pipeline.quality import MAX_ERRORS, Probes, extract_probes, score
 from hermes_pipeline.stages.base import Draft, Stage, probes_of
+from hermes_pipeline.stages.prune import demoted_in_tail
 from hermes_pipeline.summarizers.speech import is_talk
+from hermes_pipeline.transcript import is_tool_result
 
 MISSED_SHOWN = 20    # missed items listed per kind in a manifest row (the counts are always whole)
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
@@ -28,7 +30,7 @@ class QualityStage(Stage):
 
     def apply(self, draft: Draft, plan: Plan, tools: StageTools, stats: Counter) -> Draft:
         probes = probes_of(draft, plan)
-        result = rate(probes, draft.messages)
+        result = rate(probes, draft.messages, cleared_errors(plan))
         if draft.summary is not None:      # how much of the summary is talk, not state (speech.is_talk)
             bullets = [line for line in draft.summary.text.splitlines() if _BULLET.match(line)]
             talk = sum(is_talk(line) for line in bullets)
@@ -38,8 +40,16 @@ class QualityStage(Stage):
         return draft.but(probes=probes, quality=result)
 
 
-def rate(probes: Probes, compacted_messages) -> dict:
-    """The manifest's `quality`: the score of the last errors and every other probe, misses clipped."""
-    result = score(replace(probes, errors=probes.errors[-MAX_ERRORS:]), list(compacted_messages))
+def cleared_errors(plan: Plan) -> list:
+    """Error probes of the head and tail tool outputs prune clears (an oversized tail's, the fit step's): their
+    marker keeps only the first error lines, and the summary covers the middle only."""
+    cleared = [i for i in sorted(set(demoted_in_tail(plan)) | set(plan.pruned)) if is_tool_result(plan.original[i])]
+    return extract_probes(list(plan.original), cleared, max_errors=None).errors[-MAX_ERRORS:] if cleared else []
+
+
+def rate(probes: Probes, compacted_messages, cleared: list = ()) -> dict:
+    """The manifest's `quality`: the score of the last errors (and those of cleared head and tail outputs) and
+    every other probe, misses clipped."""
+    result = score(replace(probes, errors=probes.errors[-MAX_ERRORS:] + list(cleared)), list(compacted_messages))
     result["missed"] = {kind: items[:MISSED_SHOWN] for kind, items in result["missed"].items()}
     return result
