@@ -16,7 +16,7 @@ from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.engine.plan import Plan
 from hermes_pipeline.quality import MAX_ERRORS, Probes, extract_probes, score
 from hermes_pipeline.stages.base import Draft, Stage, probes_of
-from hermes_pipeline.stages.prune import demoted_in_tail
+from hermes_pipeline.stages import prune     # the module: prune -> engine -> hermes_abi -> here is a cycle
 from hermes_pipeline.summarizers.speech import is_talk
 from hermes_pipeline.transcript import is_tool_result
 
@@ -43,7 +43,7 @@ class QualityStage(Stage):
 def cleared_errors(plan: Plan) -> list:
     """Error probes of the head and tail tool outputs prune clears (an oversized tail's, the fit step's): their
     marker keeps only the first error lines, and the summary covers the middle only."""
-    cleared = [i for i in sorted(set(demoted_in_tail(plan)) | set(plan.pruned)) if is_tool_result(plan.original[i])]
+    cleared = [i for i in sorted(set(prune.demoted_in_tail(plan)) | set(plan.pruned)) if is_tool_result(plan.original[i])]
     return extract_probes(list(plan.original), cleared, max_errors=None).errors[-MAX_ERRORS:] if cleared else []
 
 
