@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from hermes_pipeline.transcript import unmarked
-from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT, SHORTENED_MARK
+from hermes_pipeline.stages.prune import KEPT_ERRORS_LABEL, PRUNED_TOOL_OUTPUT, SHORTENED_MARK
 from hermes_pipeline.transcript import (
     COMPACTION_NOTE, SUMMARY_END, is_summary_message, pairing_problems, text_of, tool_calls, visible_role,
 )
@@ -36,7 +36,7 @@ def changed_by_fit(kept: dict, source: dict) -> bool:
         text = kept.get("content")
         if {**kept, "content": None} != {**source, "content": None} or not isinstance(text, str):
             return False
-        if text == PRUNED_TOOL_OUTPUT:
+        if cleared(text, source):
             return True
         start, marker, end = text.partition("\n[... ")
         original = text_of(source.get("content"))
@@ -62,8 +62,19 @@ def _same(kept: dict, source: dict, fitted: bool, from_end: int) -> bool:
         return True
     if fitted:
         return changed_by_fit(kept, source)
-    return from_end > 3 and kept.get("role") == "tool" and kept.get("content") == PRUNED_TOOL_OUTPUT \
+    return from_end > 3 and kept.get("role") == "tool" and cleared(kept.get("content"), source) \
         and {**kept, "content": None} == {**source, "content": None}
+
+
+def cleared(text, source: dict) -> bool:
+    """A cleared tool output: the marker, then (prune.cleared_tool_output) error lines of the source's own."""
+    if text == PRUNED_TOOL_OUTPUT:
+        return True
+    marker, _, kept = text.partition("\n") if isinstance(text, str) else ("", "", "")
+    lines = kept.split("\n")
+    original = text_of(source.get("content"))
+    return marker == PRUNED_TOOL_OUTPUT and lines[0] == KEPT_ERRORS_LABEL and len(lines) > 1 \
+        and all(line and line.removesuffix("…") in original for line in lines[1:])   # clip_verbatim may end it so
 
 
 def _tail_matches(tail: list[dict], original: list[dict], fitted: bool) -> bool:

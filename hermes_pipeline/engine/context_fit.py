@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from hermes_pipeline.engine.plan import Plan, align_to_group_start, find_head_end, make_plan
 from hermes_pipeline.stages.assemble import summary_message
 from hermes_pipeline.stages.prune import (
-    TAIL_KEPT_VERBATIM, cleared_tool_output, demoted_in_tail, prune_message, shortened_tool_output,
+    TAIL_KEPT_VERBATIM, cleared_tool_output, demoted_in_tail, fit_pruned, prune_message, shortened_tool_output,
 )
 from hermes_pipeline.transcript import COMPACTION_NOTE, is_tool_result, message_text, role, visible_role
 
@@ -105,7 +105,7 @@ class Fitter:
         if i in demoted:
             return self.counter.count_message(cleared_tool_output(message))
         if i in plan.pruned:
-            return self.counter.count_message(pruned_message(message, plan))
+            return self.counter.count_message(fit_pruned(message, plan.settings))
         keep = dict(plan.shorten).get(i)
         if keep is not None:
             return self.counter.count_message(shortened_tool_output(message, keep))
@@ -164,7 +164,7 @@ class Fitter:
                 break
             if i in protected or i in demoted or i in pruned:
                 continue
-            smaller = self.counter.count_message(pruned_message(plan.original[i], plan))
+            smaller = self.counter.count_message(fit_pruned(plan.original[i], plan.settings))
             if smaller < plan.counts[i]:
                 pruned.add(i)
                 predicted -= plan.counts[i] - smaller

@@ -6,7 +6,8 @@ and only the newest images are kept (§10). A tail that alone is far over its
 budget gets its older tool outputs demoted too, keeping the last 3 messages
 verbatim (§6): so that a tail which alone fills the context can still be compacted.
 The fit step (engine/context_fit.py) may name more head and tail tool outputs to clear or
-shorten, so that the output fits the context. The summarizer reads the unpruned originals.
+shorten, so that the output fits the context. A cleared head or tail output keeps
+its error lines under the marker: the summary does not cover head and tail. The summarizer reads the unpruned originals.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from collections import Counter
 
 from hermes_pipeline.engine.plan import Plan, Settings
 from hermes_pipeline.stages.base import SOURCE, Draft, Stage
+from hermes_pipeline.analysis.tool_output import clip_verbatim, error_lines
 from hermes_pipeline.transcript import is_image_part, is_tool_result, message_text, tool_calls
 
 PRUNED_TOOL_OUTPUT = "[Old tool output cleared to save context space]"
@@ -24,6 +26,8 @@ TAIL_KEPT_VERBATIM = 3
 ARG_KEEP_CHARS = 1200
 SHORTENED_MARK = "[... {cut:,} characters of this tool output cut so that the conversation fits the context ...]"
 SHORTENED_HEAD_SHARE = 0.6   # of the characters kept: the start of the output; the rest from its end
+CLEARED_ERRORS_KEPT, CLEARED_ERROR_CHARS = 12, 240     # a cleared head or tail output's error lines, kept
+KEPT_ERRORS_LABEL = "Its error lines:"
 
 
 def _shorten_leaves(value, limit: int):
@@ -80,13 +84,27 @@ def shortened_tool_output(message: dict, keep_chars: int) -> dict:
 
 
 def cleared_tool_output(message: dict) -> dict:
-    return {**message, "content": PRUNED_TOOL_OUTPUT}
+    """A head or tail output cleared (demoted, or by the fit step): its error lines stay under the marker. The
+    summary covers the middle only, so a cleared tail build's errors would be in neither."""
+    errors = error_lines(message_text(message))[-CLEARED_ERRORS_KEPT:]   # the last, as the score probes them
+    kept = "".join(f"\n{clip_verbatim(line, CLEARED_ERROR_CHARS)}" for line in errors)
+    return {**message, "content": PRUNED_TOOL_OUTPUT + (f"\n{KEPT_ERRORS_LABEL}{kept}" if kept else "")}
+
+
+def fit_pruned(message: dict, settings: Settings) -> dict:
+    """A head or tail message the fit step prunes: as prune_message, a cleared output keeping its error lines."""
+    pruned = prune_message(message, settings, Counter())
+    return cleared_tool_output(message) if pruned is not message and is_tool_result(pruned) else pruned
 
 
 def demoted_in_tail(plan: Plan) -> list[int]:
     """The tail tool outputs an oversized tail loses (REFERENCE §6): all but the last few messages'. Not when
-    nothing is summarized (head and tail cover everything): the fit step alone decides what such a tail loses."""
-    if not plan.middle or sum(plan.counts[plan.tail_start:]) <= OVERSIZED_TAIL_FACTOR * plan.budgets.tail_token_budget:
+    nothing is summarized (head and tail cover everything): the fit step alone decides what such a tail loses.
+    Nor when head, summary and tail together stay under the compaction threshold: the agent would not compact
+    that output again, and a demoted output (the latest build's errors) is what it would have to run again."""
+    tail = sum(plan.counts[plan.tail_start:])
+    if not plan.middle or tail <= OVERSIZED_TAIL_FACTOR * plan.budgets.tail_token_budget or \
+            sum(plan.counts[:plan.head_end]) + plan.summary_tokens + tail <= plan.budgets.threshold_tokens:
         return []
     last_demotable = len(plan.original) - TAIL_KEPT_VERBATIM
     return [i for i in range(plan.tail_start, last_demotable)
@@ -115,7 +133,7 @@ class PruneStage(Stage):
     def _fit(messages: list[dict], plan: Plan, stats: Counter) -> None:
         """What the fit step chose, so that the output fits the context."""
         for i in sorted(plan.pruned):
-            pruned = prune_message(messages[i], plan.settings, Counter())   # counted apart, below
+            pruned = fit_pruned(messages[i], plan.settings)   # counted apart, below
             if pruned is not messages[i]:
                 stats["fit_tool_outputs_cleared" if is_tool_result(pruned) else "fit_tool_arguments_shortened"] += 1
                 messages[i] = pruned

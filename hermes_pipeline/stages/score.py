@@ -13,10 +13,12 @@ from collections import Counter
 from dataclasses import replace
 
 from hermes_pipeline.engine.plan import Plan
-from hermes_pipeline.analysis.probes import MAX_ERRORS, Probes
+from hermes_pipeline.analysis.probes import MAX_ERRORS, Probes, extract_probes
 from hermes_pipeline.analysis.score import score
 from hermes_pipeline.stages.base import OUTPUT, QUALITY, Draft, Stage
+from hermes_pipeline.stages import prune     # the module: prune -> engine -> hermes_abi -> here is a cycle
 from hermes_pipeline.summarizers.speech import is_talk
+from hermes_pipeline.transcript import is_tool_result
 
 MISSED_SHOWN = 20    # missed items listed per kind in a manifest row (the counts are always whole)
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
@@ -31,7 +33,7 @@ class ScoreStage(Stage):
     def apply(self, draft: Draft, plan: Plan) -> Draft:
         stats: Counter = Counter()
         probes = draft.analysis.probes(plan)
-        result = rate(probes, draft.messages)
+        result = rate(probes, draft.messages, cleared_errors(plan))
         if draft.summary is not None:      # how much of the summary is talk, not state (speech.is_talk)
             bullets = [line for line in draft.summary.text.splitlines() if _BULLET.match(line)]
             talk = sum(is_talk(line) for line in bullets)
@@ -41,8 +43,16 @@ class ScoreStage(Stage):
         return draft.but(quality=result, counts=stats)
 
 
-def rate(probes: Probes, compacted_messages) -> dict:
-    """The manifest's `quality`: the score of the last errors and every other probe, misses clipped."""
-    result = score(replace(probes, errors=probes.errors[-MAX_ERRORS:]), list(compacted_messages))
+def cleared_errors(plan: Plan) -> list:
+    """Error probes of the head and tail tool outputs prune clears (an oversized tail's, the fit step's): their
+    marker keeps only the first error lines, and the summary covers the middle only."""
+    cleared = [i for i in sorted(set(prune.demoted_in_tail(plan)) | set(plan.pruned)) if is_tool_result(plan.original[i])]
+    return extract_probes(list(plan.original), cleared, max_errors=None).errors[-MAX_ERRORS:] if cleared else []
+
+
+def rate(probes: Probes, compacted_messages, cleared: list = ()) -> dict:
+    """The manifest's `quality`: the score of the last errors (and those of cleared head and tail outputs) and
+    every other probe, misses clipped."""
+    result = score(replace(probes, errors=probes.errors[-MAX_ERRORS:] + list(cleared)), list(compacted_messages))
     result["missed"] = {kind: items[:MISSED_SHOWN] for kind, items in result["missed"].items()}
     return result

@@ -2,7 +2,10 @@
 
 The configured summarizer gets the unpruned middle (and an earlier summary to
 update, if the transcript has one). Whatever it returns is cleaned at this one
-boundary: reasoning blocks stripped, secrets redacted. A failing or empty
+boundary: reasoning blocks stripped, secrets redacted, and no word holding a
+fragment of a secret the conversation shows is let through (a "name" split out
+of a key at its dashes). The summarizer itself reads the turns redacted, so no
+name or identifier it gathers is a piece of a secret. A failing or empty
 summary falls back to the embedded summarizer (summarizers/fallback.py); the
 middle is never dropped without a summary (REFERENCE §13). A model's summary is checked against the
 artifact trail of the middle (files changed, last errors) and gets an
@@ -12,11 +15,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+from hermes_pipeline.analysis.artifacts import string_leaves
 from hermes_pipeline.engine.plan import Plan
 from hermes_pipeline.stages.base import SUMMARY, Draft, Stage
 from hermes_pipeline.summarizers.base import SummaryRequest
 from hermes_pipeline.summarizers.fallback import with_fallback
-from hermes_pipeline.summarizers.redact import redact_secrets, strip_think
+from hermes_pipeline.summarizers.redact import redact_deep, redact_secrets, secrets_in, strip_think, without_fragments
 from hermes_pipeline.summarizers.artifact_trail import artifact_trail_patch
 from hermes_pipeline.transcript import is_summary_message
 
@@ -36,11 +40,11 @@ class SummarizeStage(Stage):
         probes = draft.analysis.probes(plan)     # the embedded summarizer, the guard and the score share them
         request = SummaryRequest(
             conversation_id=plan.conversation_id,
-            middle=[m for m in plan.middle if not is_summary_message(m)],
+            middle=[redact_deep(m) for m in plan.middle if not is_summary_message(m)],
             budget_tokens=plan.summary_tokens,
             context_length=plan.budgets.context_length,
-            previous_summary=plan.previous_summary,
-            head=list(plan.original[:plan.head_end]),
+            previous_summary=plan.previous_summary and redact_secrets(plan.previous_summary),
+            head=[redact_deep(m) for m in plan.original[:plan.head_end]],
             span=(plan.head_end, plan.tail_start),
             probes=probes,
         )
@@ -57,5 +61,5 @@ class SummarizeStage(Stage):
                 stats["artifact_trail_items_added"] += added
             if missed["left_out"]:
                 stats["artifact_trail_items_left_out"] += missed["left_out"]
-        result.text = redact_secrets(text)
+        result.text = without_fragments(redact_secrets(text), secrets_in(string_leaves(list(plan.original))))
         return draft.but(summary=result, counts=stats)

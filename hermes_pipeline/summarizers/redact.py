@@ -46,6 +46,61 @@ def redact_secrets(text: str) -> str:
     return _LABELLED.sub(lambda m: m.group(1) + REDACTED, text)
 
 
+def redact_deep(value):
+    """A message (or any JSON value) with every string redacted: what a summarizer may read names from."""
+    if isinstance(value, str):
+        return redact_secrets(value)
+    if isinstance(value, dict):
+        return {k: redact_deep(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_deep(v) for v in value]
+    return value
+
+
+# A fragment of a secret this long is not let through, wherever a summary got it from (a "name" split out
+# of a key at its dashes, a URL's password, an identifier of a tool result).
+FRAGMENT_CHARS = 6
+_PEM_ARMOR = re.compile(r"-----(?:BEGIN|END) [A-Z ]*PRIVATE KEY-----")
+# a labelled value that looks like a key: one run of key characters, letters and digits both (no `tenant.py:378`
+# of a log's `emberhub.token:tenant.py:378`, no `os.environ[...]`, no `token: string`)
+_KEY_SHAPED = re.compile(r"(?=.*[A-Za-z])(?=.*\d)[\w\-+/=!@#%^&*~]{8,}")
+_TOKEN_AROUND = re.compile(r"[^\s\[\]()<>\"'`,;]*")
+
+
+def secrets_in(texts) -> set[str]:
+    """The secret values these texts hold, as redact_secrets finds them; a labelled value only when it is
+    key-shaped (every fragment of what it finds is kept out of a summary: a word of code or a log's
+    `logger.token:file.py:12` must not be)."""
+    found: set[str] = set()
+    for text in texts:
+        if not _MAYBE_SECRET.search(text):
+            continue
+        for pattern in _SECRET_PATTERNS:
+            found.update(_PEM_ARMOR.sub("", m.group(0)) for m in pattern.finditer(text))
+        found.update(m.group(2) for m in _URL_CREDENTIALS.finditer(text))
+        found.update(v for v in (m.group(2) for m in _LABELLED.finditer(text)) if _KEY_SHAPED.fullmatch(v))
+    return {s for s in found if len(s) >= FRAGMENT_CHARS}
+
+
+def without_fragments(text: str, secrets) -> str:
+    """`text` with every word holding FRAGMENT_CHARS or more characters of one of `secrets` redacted."""
+    grams = {s[i:i + FRAGMENT_CHARS] for s in secrets for i in range(len(s) - FRAGMENT_CHARS + 1)}
+    if not grams:
+        return text
+    n, hits = FRAGMENT_CHARS, []
+    for i in range(len(text) - n + 1):
+        if text[i:i + n] in grams:
+            if hits and i <= hits[-1][1]:
+                hits[-1][1] = i + n
+            else:
+                hits.append([i, i + n])
+    for start, end in reversed(hits):      # the whole word around each hit
+        start -= len(_TOKEN_AROUND.match(text[::-1], len(text) - start).group(0))
+        end += len(_TOKEN_AROUND.match(text, end).group(0))
+        text = text[:start] + REDACTED + text[end:]
+    return text
+
+
 def strip_think(text: str) -> str:
     """Drop <think>…</think> blocks so they don't compound across updates."""
     return _THINK.sub("", text)

@@ -7,6 +7,7 @@ so a secret in the request would come back in the output.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -260,3 +261,95 @@ def test_the_quick_check_never_skips_text_a_pattern_would_redact(secretish, nois
         slow = redact._URL_CREDENTIALS.sub(lambda m: m.group(1) + redact.REDACTED + m.group(3), slow)
         slow = redact._LABELLED.sub(lambda m: m.group(1) + redact.REDACTED, slow)
         assert redact.redact_secrets(text) == slow
+
+
+# -- no fragment of a secret either ---------------------------------------------------------------
+# The trial's leak: `cat .env` shows keys that later commands reuse, so their pieces (split at a key's
+# dashes, a URL's password) became the summary's "Names used most" while the whole key was [REDACTED].
+
+ENV_SECRETS = {   # name in .env -> value; every 6-character piece of a value must stay out of a summary
+    "ANTHROPIC_API_KEY": "sk-ant-api03-riGp_58WAm-dX3a5IDnOdcdbWB2dC4_DSDC6Lc1mxLpQ2yMK_Ye9FZ1wUVl4nuYV-TAA",
+    "BACKUP_ANTHROPIC_KEY": "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789ghij",
+    "OPENAI_API_KEY": "sk-proj-Xq7Lm2Np9Rt4Vw8Yz1Bc-5Df6Gh3Jk0Lp7Mn2Qr9St4",
+    "DB_PASSWORD": "S3cr3tPassw0rd!",
+    "GITHUB_TOKEN": "ghp_" + "R2l0SHViVG9rZW4x" * 2 + "wxyz",
+    "AWS_ACCESS_KEY_ID": "AKIA" + "ZXCVBNMLKJHGFDSA",
+    "AWS_SECRET_ACCESS_KEY": "q8Rt5Uv2Wx9Yz4Ab7Cd0Ef3Gh6Ij1Kl/Mn8Op5Qr",
+    "DEPLOY_TOKEN": "dtk_7f3a9c2e5b1d8f4a6c0e",
+    "SESSION_SECRET": "Ss9x_Vq2Lm7Np4Rt1Zk",
+    "API_BEARER": "brr_5e4d3c2b1a0f9e8d7c6b",
+}
+DB_URL = f"postgres://deploy:{ENV_SECRETS['DB_PASSWORD']}@db.internal:5432/prod"
+ENV_PEM = PEM_BODY.replace("MIIEow", "MIIEpA")
+
+
+def env_session() -> list[dict]:
+    """A `.env` printed by a tool, its keys reused by many later commands (so they are "names used most")."""
+    env = "".join(f"{name}={value}\n" for name, value in ENV_SECRETS.items()) + f"DATABASE_URL={DB_URL}\n"
+    s = ENV_SECRETS
+    messages = [{"role": "system", "content": "You are a coding agent."},
+                {"role": "user", "content": "Check the deploy config and make sure the API and database work."},
+                call("e0", "bash", command="cat .env"), result("e0", env),
+                call("k0", "bash", command="cat deploy/key.pem"),
+                result("k0", f"-----BEGIN PRIVATE KEY-----\n{ENV_PEM}\n-----END PRIVATE KEY-----\n")]
+    for i in range(15):
+        messages += [
+            {"role": "assistant", "content": f"Checking the services, attempt {i}."},
+            call(f"a{i}", "bash", command=f"curl -H 'x-api-key: {s['ANTHROPIC_API_KEY']}' https://api.anthropic.com/v1/models"),
+            result(f"a{i}", '{"data": [{"id": "claude-x"}]}\n' * 5),
+            call(f"p{i}", "bash", command=f"psql {DB_URL} -c 'select {i}'"),
+            result(f"p{i}", f" ?column? \n----------\n {i}\n(1 row)\n" * 4),
+            call(f"o{i}", "bash", command=f"OPENAI_API_KEY={s['OPENAI_API_KEY']} BACKUP={s['BACKUP_ANTHROPIC_KEY']} "
+                                          f"GITHUB_TOKEN={s['GITHUB_TOKEN']} python check.py --n {i}"),
+            result(f"o{i}", "ok\n" * 10),
+            call(f"w{i}", "bash", command=f"AWS_ACCESS_KEY_ID={s['AWS_ACCESS_KEY_ID']} AWS_SECRET_ACCESS_KEY="
+                                          f"{s['AWS_SECRET_ACCESS_KEY']} aws s3 ls && curl -H 'Authorization: Bearer "
+                                          f"{s['API_BEARER']}' https://api.internal/health"),
+            result(f"w{i}", "bucket-a\nbucket-b\n{\"ok\": true}\n"),
+            call(f"d{i}", "bash", command=f"DEPLOY_TOKEN={s['DEPLOY_TOKEN']} SESSION_SECRET={s['SESSION_SECRET']} "
+                                          f"./deploy.sh --dry-run {i}"),
+            result(f"d{i}", "deploy ok\n" * 8),
+        ]
+    for i in range(6):
+        messages += [{"role": "user", "content": f"Next check {i}."}, {"role": "assistant", "content": f"Check {i} ok."}]
+    return messages
+
+
+def fragments(text: str) -> list[str]:
+    """The 6-character pieces of the .env's secrets (and of the private key) that `text` holds."""
+    values = list(ENV_SECRETS.values()) + ENV_PEM.split("\n")
+    return sorted({v[i:i + 6] for v in values for i in range(len(v) - 5) if v[i:i + 6] in text})
+
+
+@pytest.fixture(scope="module")
+def env_input(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("env-in") / "chat.jsonl"
+    path.write_text(json.dumps({"id": "env", "messages": env_session()}) + "\n")
+    return path
+
+
+def test_no_fragment_of_a_secret_in_the_embedded_summary(tmp_path, env_input):
+    raw = ExtractiveSummarizer().summarize(SummaryRequest("s", env_session()[2:-12], 1500, 8000, None,
+                                                          env_session()[:2])).text
+    assert fragments(raw)     # unredacted, the summarizer would quote them
+    result = run_cli(tmp_path / "run", f"input={env_input}", "model.context_length=8000")
+    assert result.returncode == 0, result.stderr
+    [text] = summaries(tmp_path / "run" / "transcripts" / "chat.jsonl")
+    assert "Names used most" in text and "Last run of psql" in text, text
+    assert fragments(text) == [], text
+    # a command is shortened after it is redacted: not inside a key, whose redaction then took the closing quote
+    runs = [line for line in text.splitlines() if line.startswith("- Last run of ")]
+    assert len(runs) == 4 and all(re.fullmatch(r"- Last run of \S+: `[^`]+` \(ok, \d+ runs\)", r) for r in runs), runs
+    assert fragments((tmp_path / "run" / "manifest.jsonl").read_text()) == []
+
+
+def test_no_fragment_of_a_secret_sent_to_an_llm_summarizer(tmp_path, env_input):
+    with FakeProvider() as fake:
+        result = run_cli(tmp_path / "run", f"input={env_input}", "model.context_length=8000", "summarizer=anthropic",
+                         f"auxiliary.compression.base_url={fake.base_url}",
+                         f"summarizer.cache.path={tmp_path / 'cache.sqlite'}", env={"ANTHROPIC_API_KEY": FAKE_KEY})
+        bodies = [json.dumps(r["body"]) for r in fake.requests]
+    assert result.returncode == 0, result.stderr
+    assert bodies and [fragments(json.loads(b) and b) for b in bodies] == [[] for _ in bodies]
+    [text] = summaries(tmp_path / "run" / "transcripts" / "chat.jsonl")
+    assert "Request digest: sha256:" in text and fragments(text) == []

@@ -5,12 +5,16 @@ from hermes_pipeline.analysis.conversation import ConversationAnalysis
 from hermes_pipeline.engine.plan import (
     Settings, choose_summary_role, compute_budgets, find_head_end, find_tail_start, make_plan,
 )
+from hermes_pipeline.analysis.probes import MAX_ERRORS, extract_probes
 from hermes_pipeline.stages.assemble import STUB_RESULT, sanitize_tool_pairs
 from hermes_pipeline.stages.base import Draft
 from hermes_pipeline.stages.cache_mark import apply_anthropic_cache_control, caching_policy, strip_cache_control
 from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT, PruneStage, shorten_arguments
-from hermes_pipeline.transcript import Conversation, is_summary_message, pairing_problems
+from hermes_pipeline.stages.score import cleared_errors, rate
+from hermes_pipeline.transcript import Conversation, is_summary_message, message_text, pairing_problems
 from testkit.builders import assistant, calls, engine_for, long_log, result, system, user
+from testkit.env import LONG_SESSIONS, read_jsonl, run_cli, shared
+from testkit.sessions import read_conversations
 from testkit.validity import problems
 
 
@@ -116,6 +120,61 @@ def test_oversized_tail_demotes_old_outputs_and_keeps_last_three():
     tail = pruned[plan.tail_start:]
     assert any(m.get("content") == PRUNED_TOOL_OUTPUT for m in tail) and stats["tail_tool_outputs_demoted"] > 0
     assert pruned[-3:] == tuple(messages[-3:])
+
+
+def test_a_demoted_tail_output_keeps_its_error_lines():
+    """The summary covers the middle only: a tail build's errors cleared with its output would be in neither."""
+    messages = [system(), user("go"), assistant("ok"), user("now")]
+    link_error = "/usr/bin/ld: tests/test_rank.c:227: undefined reference to `vsla_get_rank'"
+    for i in range(6):
+        messages += [calls((f"c{i}", "bash", {"command": "make"})),
+                     result(f"c{i}", "data " * 400 + (f"\n{link_error}\ncollect2: error: ld returned 1 exit status"
+                                                     if i == 1 else ""))]
+    messages += [assistant("done")]
+    plan = _plan(messages, tail_budget_context=4000, protect_last_n=12)
+    pruned, stats = _prune(plan)
+    [build] = [m for m in pruned if m.get("tool_call_id") == "c1"]
+    assert stats["tail_tool_outputs_demoted"] > 0 and build["content"].startswith(PRUNED_TOOL_OUTPUT)
+    assert link_error in build["content"] and "collect2: error: ld returned 1 exit status" in build["content"]
+    assert "data data" not in build["content"]
+
+
+def test_the_score_probes_the_errors_of_cleared_tail_outputs():
+    """A demoted output's marker keeps its last error lines; the score checks they are there, so an output
+    cleared without them (the bare marker) lowers it."""
+    link_errors = [f"/usr/bin/ld: tests/test_rank.c:{i}: undefined reference to `vsla_fn_{i}'" for i in range(20)]
+    messages = [system(), user("go"), assistant("ok"), user("now")]
+    for i in range(6):
+        messages += [calls((f"c{i}", "bash", {"command": "make"})),
+                     result(f"c{i}", "data " * 400 + ("\n" + "\n".join(link_errors) if i == 1 else ""))]
+    messages += [assistant("done")]
+    plan = _plan(messages, tail_budget_context=4000, protect_last_n=12)
+    pruned, _ = _prune(plan)
+    probes = extract_probes(messages, range(plan.head_end, plan.tail_start), max_errors=None)
+    assert rate(probes, pruned)["errors"]["total"] == 0          # the middle has no error: none was probed
+    quality = rate(probes, pruned, cleared_errors(plan))
+    assert quality["errors"] == {"kept": MAX_ERRORS, "total": MAX_ERRORS} and quality["score"] == 1.0
+    bare = [{**m, "content": PRUNED_TOOL_OUTPUT} if m.get("tool_call_id") == "c1" else m for m in pruned]
+    quality = rate(probes, bare, cleared_errors(plan))
+    assert quality["errors"] == {"kept": 0, "total": MAX_ERRORS} and quality["score"] < 1
+    assert link_errors[-1] in quality["missed"]["errors"]
+
+
+def test_a_tail_far_under_the_context_keeps_the_latest_build_errors(tmp_path):
+    """The trial's cut Claude Code session: its tail is over 1.5x the tail budget, yet the output is 17K tokens
+    of a 154K context. Demoting its outputs cleared the latest `make` and its linker errors, which the summary
+    does not hold either: head, summary and tail under the compaction threshold keep their outputs."""
+    source = shared(LONG_SESSIONS / "vsla-claude-sessions" / "9034225e-c367-4ab6-b1eb-1f478a7ae27a.jsonl")
+    cut = tmp_path / "9034225e-cut.jsonl"
+    cut.write_text("".join(line + "\n" for line in source.read_text().split("\n")[:478]))    # head -478
+    result = run_cli(tmp_path / "run", f"input={cut}", "model.context_length=154674")
+    assert result.returncode == 0, result.stderr
+    [row] = read_jsonl(tmp_path / "run" / "manifest.jsonl")
+    assert row["stats"].get("tail_tool_outputs_demoted", 0) == 0
+    assert row["tokens_after"] <= 0.5 * 154674
+    # the conversation the agent resumes (the file also keeps the session's history, which it does not read)
+    [compacted] = read_conversations(tmp_path / "run" / "transcripts" / cut.name)
+    assert any("undefined reference to `vsla_get_rank" in message_text(m) for m in compacted.messages)
 
 
 def test_cache_marks_system_and_last_three_and_is_idempotent():
