@@ -27,7 +27,7 @@ def test_every_group_option_builds_its_component(group, option, composed_config,
     if (group, option) == ("runner", "dask"):
         extra.append("runner.n_workers=1")          # a LocalCluster is started: one worker is enough
     cfg = composed_config(f"{group}={option}", *extra)
-    built = build(cfg, store_dir=tmp_path)       # validates, then builds summarizer, engine and runner
+    built = build(cfg, tmp_path / "run")       # validates, then builds summarizer, engine and runner
     try:
         yaml = OmegaConf.load(config_dir() / group / f"{option}.yaml")
         if group == "model":
@@ -42,5 +42,4 @@ def test_every_group_option_builds_its_component(group, option, composed_config,
         else:
             assert built.runner.name == yaml.name == option
     finally:
-        built.runner.close()
-        built.engine.close()
+        built.close()
