@@ -17,6 +17,7 @@ as the context before the compaction and does not compact again at once.
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timezone
 from typing import Any
 
@@ -39,7 +40,7 @@ def _iso(millis: float) -> str:
 def millis(value: Any) -> int | None:
     """Milliseconds since the epoch of a pi timestamp (a number, or an ISO string as entries have)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return int(value)
+        return int(value) if math.isfinite(value) else None     # a NaN timestamp (JSON allows it in logs) is none
     try:
         return round(datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() * 1000)
     except ValueError:

@@ -216,3 +216,9 @@ def test_a_version_1_index_at_the_header_or_past_the_end_keeps_nothing(tmp_path)
         texts = [t for m in conv.messages for t in ([m["content"]] if isinstance(m["content"], str)
                                                     else [b["text"] for b in m["content"]])]
         assert texts[0].startswith(SUMMARY_PREFIX) and texts[1:] == kept + ["after"], index
+
+
+def test_a_nan_timestamp_is_no_time():
+    """JSON logs may hold NaN (the fuzz test found a header with one): no time, not a failed conversation."""
+    from hermes_pipeline.formats.pi_writer import millis
+    assert millis(float("nan")) is None and millis(float("inf")) is None and millis(1767600000000.0) == 1767600000000
