@@ -15,7 +15,7 @@ import zstandard
 from hermes_pipeline.input_files import BINARY, DOCUMENT, JSONL, TEXT, read_input, sniff
 from hermes_pipeline.jsonl import Rejected, Unparsed
 from hermes_pipeline.show import main as show_main
-from testkit.env import CORPUS, REAL, TAU_BENCH, read_jsonl, run_cli, shared
+from testkit.env import CORPUS, REAL, ROOT, TAU_BENCH, read_jsonl, run_cli, shared
 
 TAU_CORPUS = CORPUS / "tau-bench" / "gpt-4o-airline.jsonl"
 
@@ -245,7 +245,7 @@ def test_home_paths_as_the_readme_gives_them_and_as_sh_passes_them(tmp_path, mon
     for folder in (home / ".codex" / "sessions", cwd / "archive"):
         folder.mkdir(parents=True)
         shutil.copy(TAU_BENCH, folder / "chats.jsonl")
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     line = next(l for l in readme.splitlines() if "several inputs (input.paths)" in l)
     args = shlex.split(line.split("#")[0])
     assert args[0] == "hermes-pipeline"
