@@ -12,6 +12,7 @@ a small one (8,000) compacts the short corpus logs too.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,31 @@ def test_a_session_we_compacted_twice_resumes_in_pi(api, tmp_path):
     expected, summary = pi_expected(twice)
     assert mismatch(expected, request_blocks(resumed.conversation, reminders=False)) is None
     assert summary.strip() in user_texts(resumed.conversation)[0]       # the newest summary comes first
+
+
+def test_the_resume_command_a_reader_tries_says_what_the_agent_loaded(tmp_path):
+    """`python -m testkit.resume FILE` (the README's offline try): the agent is told by the file, the exit
+    status is 0 for a session it loaded with nothing refused, 1 for one it could not load."""
+    import subprocess
+    import sys
+
+    from testkit.env import ROOT
+    from testkit.resume import agent_of
+    folder = shared(CLAUDE_CODE["vsla"])
+    result = run_cli(tmp_path / "run", f"input={folder / 'd7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl'}",
+                     *CONTEXTS["32k"])
+    assert result.returncode == 0, result.stderr
+    ours = tmp_path / "run" / "transcripts" / "d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl"
+    assert agent_of(ours) == "claude" and agent_of(PI["agent-complex-task"] / "03-raddit-dashboard-pr.session.jsonl") == "pi"
+    done = subprocess.run([sys.executable, "-m", "testkit.resume", str(ours)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[CONTEXT COMPACTION]" in done.stdout and "refused" not in done.stdout
+    # a log with no message: the agent loads nothing, and the command says so with exit status 1
+    session_id = next(json.loads(line)["sessionId"] for line in ours.read_text().splitlines() if '"sessionId"' in line)
+    empty = tmp_path / "empty" / ours.name
+    empty.parent.mkdir()
+    empty.write_text(json.dumps({"type": "summary", "summary": "nothing", "sessionId": session_id}) + "\n")
+    nothing = subprocess.run([sys.executable, "-m", "testkit.resume", str(empty)], cwd=ROOT, capture_output=True,
+                             text=True, timeout=300)
+    assert nothing.returncode == 1, nothing.stdout + nothing.stderr
