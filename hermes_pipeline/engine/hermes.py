@@ -22,14 +22,13 @@ from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any, Callable
 
-from hermes_pipeline.analysis.artifacts import string_leaves
 from hermes_pipeline.config import ConfigError
 from hermes_pipeline.engine.base import ContextEngine, EngineServices
 from hermes_pipeline.engine.hermes_abi import INSTALL, HermesEngine
 from hermes_pipeline.engine.hermes_summary import summary_answer
 from hermes_pipeline.analysis.probes import extract_probes
 from hermes_pipeline.summarizers.base import SummarizerFatalError, SummaryRequest, SummaryResult
-from hermes_pipeline.summarizers.redact import redact_deep, redact_secrets, secrets_in, strip_think, without_fragments
+from hermes_pipeline.summarizers.redact import redact_deep, redact_summary, strip_think
 
 NAME = "hermes"
 # The compressor whose summary request is being answered, and the turns it summarizes (per thread).
@@ -76,8 +75,7 @@ def _answer(*, messages: list[dict], **hermes_routing: Any) -> types.SimpleNames
         engine.fatal = str(error)
         raise
     engine.answered = result
-    secrets = secrets_in(string_leaves((engine.pruned_from or ([], []))[0] or turns))
-    return _reply(without_fragments(redact_secrets(strip_think(result.text)), secrets).strip())
+    return _reply(redact_summary(strip_think(result.text), (engine.pruned_from or ([], []))[0] or turns).strip())
 
 
 @functools.cache

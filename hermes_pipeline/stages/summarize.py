@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from hermes_pipeline.analysis.artifacts import string_leaves
 from hermes_pipeline.engine.plan import Plan
 from hermes_pipeline.stages.base import SUMMARY, Draft, Stage
 from hermes_pipeline.summarizers.base import SummaryRequest
 from hermes_pipeline.summarizers.fallback import with_fallback
-from hermes_pipeline.summarizers.redact import redact_deep, redact_secrets, secrets_in, strip_think, without_fragments
+from hermes_pipeline.summarizers.redact import redact_deep, redact_secrets, redact_summary, strip_think
 from hermes_pipeline.summarizers.artifact_trail import artifact_trail_patch
 from hermes_pipeline.transcript import is_summary_message
 
@@ -61,5 +60,5 @@ class SummarizeStage(Stage):
                 stats["artifact_trail_items_added"] += added
             if missed["left_out"]:
                 stats["artifact_trail_items_left_out"] += missed["left_out"]
-        result.text = without_fragments(redact_secrets(text), secrets_in(string_leaves(list(plan.original))))
+        result.text = redact_summary(text, list(plan.original))
         return draft.but(summary=result, counts=stats)

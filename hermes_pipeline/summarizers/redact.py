@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+from hermes_pipeline.analysis.artifacts import string_leaves
+
 REDACTED = "[REDACTED]"
 
 _SECRET_PATTERNS = [
@@ -104,3 +106,9 @@ def without_fragments(text: str, secrets) -> str:
 def strip_think(text: str) -> str:
     """Drop <think>…</think> blocks so they don't compound across updates."""
     return _THINK.sub("", text)
+
+
+def redact_summary(text: str, conversation) -> str:
+    """A summary as it may leave: secrets redacted, and no word holding a fragment of a secret that
+    `conversation` (its messages, any JSON) shows."""
+    return without_fragments(redact_secrets(text), secrets_in(string_leaves(conversation)))
