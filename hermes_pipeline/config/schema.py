@@ -5,11 +5,12 @@ so a YAML file or override with the wrong type fails at composition; ranges,
 choices, unknown keys and the per-target options of the `summarizer` and
 `runner` groups are checked by `hermes_pipeline.config.validate`, and
 `hermes-pipeline --help` prints this file. Group options (models, summarizers,
-runners) carry their values in `conf/<group>/*.yaml`.
+runners) carry their values in `conf/<group>/*.yaml`, on top of the defaults of their
+target's schema below (TARGET_SCHEMAS).
 """
 from __future__ import annotations
 
-from dataclasses import MISSING as NO_DEFAULT, dataclass, field, fields
+from dataclasses import MISSING as NO_DEFAULT, asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING, OmegaConf
@@ -336,12 +337,18 @@ TARGET_SCHEMAS: dict[str, type] = {
 
 
 def register() -> None:
-    """Make `base_config` known to Hydra (called before composition), and `${pid:}`, which
+    """Make `base_config` known to Hydra (called before composition), each target's defaults as
+    `schema/<its schema's name>` (a group option's YAML starts from them: `defaults: [/schema/X@_here_,
+    _self_]`, so that it holds only what differs and no default is written twice), and `${pid:}`, which
     keeps run folders of runs started in the same second apart."""
     import os
 
     from hydra.core.config_store import ConfigStore
-    ConfigStore.instance().store(name="base_config", node=HermesConfig)
+    store = ConfigStore.instance()
+    store.store(name="base_config", node=HermesConfig)
+    for schema in TARGET_SCHEMAS.values():
+        # a plain mapping, not the dataclass: the YAML adds `_target_`, and validate() checks the values
+        store.store(group="schema", name=schema.__name__, node=asdict(schema()))
     # the launching process's id: a launcher's worker processes (joblib) must name the same sweep folder
     os.environ.setdefault("HERMES_RUN_PID", str(os.getpid()))
     if not OmegaConf.has_resolver("pid"):

@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any, Callable, Iterable, Iterator
 
 from hermes_pipeline.config import ConfigError
+from hermes_pipeline.config.schema import DaskRunnerConfig as Options
 from hermes_pipeline.runners.batches import work_on_blobs
 from hermes_pipeline.runners.local import in_order_batched
 
@@ -33,8 +34,9 @@ def _on_worker(make_engine: Callable[[], Any], token: str, work: Callable, packe
 
 
 class DaskRunner:
-    def __init__(self, name: str = "dask", address: str | None = None, n_workers: int = 2,
-                 threads_per_worker: int = 1, dashboard_address: str = ":0", start_method: str = "fork"):
+    def __init__(self, name: str = Options.name, address: str | None = Options.address,
+                 n_workers: int = Options.n_workers, threads_per_worker: int = Options.threads_per_worker,
+                 dashboard_address: str = Options.dashboard_address, start_method: str = Options.start_method):
         self.name = name
         self.address = address
         self.n_workers, self.threads_per_worker = int(n_workers), int(threads_per_worker)

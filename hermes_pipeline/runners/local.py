@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
+from hermes_pipeline.config.schema import LocalRunnerConfig as Options
 from hermes_pipeline.runners.batches import batches, merged, work_on_blobs
 
 T = TypeVar("T")
@@ -76,7 +77,8 @@ def _call_in_worker(function: Callable[[Any, T], R], blobs: list[bytes]) -> list
 class LocalRunner:
     """Runs `work(engine, item)` for each item, in input order, on this machine."""
 
-    def __init__(self, name: str = "local", processes: int = 1, concurrency: Any = "auto"):
+    def __init__(self, name: str = Options.name, processes: int = Options.processes,
+                 concurrency: Any = Options.concurrency):
         self.name = name
         self.processes = int(processes)
         self.concurrency = concurrency
