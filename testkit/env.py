@@ -18,6 +18,13 @@ CORPUS = Path(os.environ.get("HERMES_CORPUS", SHARED / "corpus"))
 LONG_SESSIONS = Path(os.environ.get("HERMES_LONG_SESSIONS", SHARED / "long-sessions"))
 
 
+def examples(count: int) -> int:
+    """A property test's number of examples: `count` for `make test`, times HERMES_FUZZ_EXAMPLES for a deeper
+    run (HERMES_FUZZ_EXAMPLES=10 make test-unit). Hypothesis keeps every failing example it found in
+    .hypothesis/ and tries it first next time, whatever the count."""
+    return count * int(os.environ.get("HERMES_FUZZ_EXAMPLES", "1"))
+
+
 def shared(path: Path) -> Path:
     """Extra real material beside the repository; the test skips, saying why, when it is absent."""
     if not path.exists():

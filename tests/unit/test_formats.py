@@ -17,7 +17,7 @@ from hermes_pipeline.transcript import (
     COMPACTION_NOTE, SUMMARY_PREFIX, Conversation, is_summary_message, message_text, pairing_problems, text_of,
     tool_calls,
 )
-from testkit.env import CORPUS, REAL, ROOT, TAU_BENCH, shared
+from testkit.env import CORPUS, REAL, ROOT, TAU_BENCH, examples, shared
 
 DATA = ROOT / "tests" / "data" / "formats"
 MAX = 64 << 20
@@ -558,7 +558,7 @@ def anthropic_record(draw):
     return record
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(anthropic_record(), st.data())
 def test_anthropic_round_trip_property(record, data):
     fmt = get_format("anthropic")
@@ -598,7 +598,7 @@ def sharegpt_record(draw):
     return {"conversations": turns, **draw(st.dictionaries(st.sampled_from(["id", "tools", "source"]), JSON))}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(sharegpt_record())
 def test_sharegpt_round_trip_property(record):
     fmt = get_format("sharegpt")
@@ -644,7 +644,7 @@ def mutated(draw):
     return value
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(mutated(), min_size=1, max_size=4))
 def test_mutated_records_never_crash_or_vanish(values):
     layouts = {"anthropic": (CONVERSATION, MESSAGE), "openai": (CONVERSATION, MESSAGE),

@@ -8,14 +8,13 @@ duplicated or removed, lines duplicated, deleted, commented out. Then:
 - a whole run (the executor in-process, a small context so compaction happens): no
   conversation fails with an exception, nothing is lost (tests/accounting.py).
 
-HERMES_FUZZ_EXAMPLES scales the number of examples (default keeps CI under budget).
+HERMES_FUZZ_EXAMPLES scales the number of examples (testkit.env.examples).
 """
 from __future__ import annotations
 
 import copy
 import json
 import math
-import os
 import random
 import shutil
 import tempfile
@@ -31,10 +30,9 @@ from hermes_pipeline.transcript import Conversation
 from tests.helpers.accounting import check_accounting, read_rows
 from tests.helpers.archives import anthropic_export, pi_sessions, sharegpt_app
 from testkit.builders import engine_for, run_in_process
-from testkit.env import REAL, ROOT, TAU_BENCH
+from testkit.env import REAL, ROOT, TAU_BENCH, examples
 
 DATA = ROOT / "tests" / "data" / "formats"
-SCALE = int(os.environ.get("HERMES_FUZZ_EXAMPLES", "1"))
 MAX_LINES = 24
 
 
@@ -185,7 +183,7 @@ LAYOUTS = {"openai": (CONVERSATION, MESSAGE), "anthropic": (CONVERSATION, MESSAG
            "claude-code": (MESSAGE,), "pi": (MESSAGE,)}
 
 
-@settings(max_examples=400 * SCALE, deadline=None,
+@settings(max_examples=examples(200), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
 @given(mutated_file())
 def test_readers_never_crash_or_lose_a_record(lines):
@@ -212,7 +210,7 @@ def test_readers_never_crash_or_lose_a_record(lines):
                 assert list(writer.write(conversation, layout if fmt.writable else CONVERSATION))
 
 
-@settings(max_examples=150 * SCALE, deadline=None,
+@settings(max_examples=examples(50), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
 @given(mutated_file())
 def test_runs_never_crash_or_lose_a_record(lines):

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from hermes_pipeline.transcript import Conversation, pairing_problems
 from testkit.builders import engine_for, run_in_process
+from testkit.env import examples
 from testkit.validity import problems
 
 ENGINES = {}
@@ -47,7 +48,7 @@ def conversation(draw):
     return messages
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(conversation(), st.sampled_from([1000, 2000, 4000]), st.integers(1, 8))
 def test_compaction_keeps_pairing_roles_head_and_tail(messages, context_length, protect_last_n):
     assert pairing_problems(messages) == []
