@@ -21,7 +21,7 @@ from tests.helpers.weather import WeatherProxy
 MODELS = {"anthropic": ("claude-sonnet-4-5", "ANTHROPIC_API_KEY"), "openai": ("gpt-4o", "OPENAI_API_KEY")}
 WINDOW = 12_000      # tokens (a rough 4 characters each): the longest whole requests are refused and must be split
 BURST = 4            # the first requests are all refused as overloaded
-LATENCY = 1.0        # seconds a summary takes, 20x the first retry wait; a refusal comes at once, as from a real API
+LATENCY = 0.5        # seconds a summary takes, 10x the first retry wait; a refusal comes at once, as from a real API
 
 
 @pytest.mark.parametrize("provider,seed", [("anthropic", 1), ("openai", 2)])
