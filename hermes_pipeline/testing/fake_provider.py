@@ -85,7 +85,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True  # a hanging handler must never block shutdown
+    daemon_threads = True  # a hanging handler must never block shutdown,
+    block_on_close = False  # nor one waiting on a client's kept-alive connection (server_close joins them)
     request_queue_size = 128  # many clients connect at once; the default backlog of 5 resets them
     provider: "FakeProvider"
 
