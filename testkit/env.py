@@ -1,6 +1,7 @@
 """Where the tests' data is, and how they run the real command line."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
@@ -9,6 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from testkit.cli_server import CliServer
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "tests" / "data" / "real"            # real transcripts kept in the repository
@@ -38,12 +41,31 @@ def read_jsonl(path: Path) -> list:
     return [json.loads(line) for line in Path(path).read_text().split("\n") if line.strip()]
 
 
-def run_cli(run_dir: Path, *overrides: str, env: dict | None = None, timeout: int = 300, cwd: Path = ROOT):
-    """The real command line, in a subprocess, writing its run folder to run_dir."""
+_warm = CliServer()
+atexit.register(_warm.close)
+
+
+def run_cli(run_dir: Path, *overrides: str, env: dict | None = None, timeout: int = 300, cwd: Path = ROOT,
+            fresh: bool = False):
+    """The real command line, `python -m hermes_pipeline`, in a process of its own writing its run folder to
+    run_dir: forked from a warm process that has the imports done (testkit/cli_server.py), or a new
+    interpreter when `fresh`, when HERMES_FRESH_CLI=1, or when the environment asks for one."""
     full_env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     full_env.update(env or {})
-    command = [sys.executable, "-m", "hermes_pipeline", f"hydra.run.dir={run_dir}", "progress=log", *overrides]
+    args = [f"hydra.run.dir={run_dir}", "progress=log", *overrides]
+    if not (fresh or _needs_new_interpreter(full_env)):
+        done = _warm.run("hermes_pipeline", args, full_env, Path(cwd), timeout)
+        if done is not None:
+            return done
+    command = [sys.executable, "-m", "hermes_pipeline", *args]
     return subprocess.run(command, capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout)
+
+
+def _needs_new_interpreter(env: dict) -> bool:
+    """What a forked run cannot honour: Python's start-up settings, a fault read as its module is imported."""
+    started = {k: v for k, v in os.environ.items() if k.startswith("PYTHON")}
+    return (os.environ.get("HERMES_FRESH_CLI") == "1" or "HERMES_FAULT" in env
+            or {k: v for k, v in env.items() if k.startswith("PYTHON")} != started)
 
 
 def wait_until_listed(process: subprocess.Popen, manifest: Path, rows: int) -> int:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import signal
 import threading
 import time
 from collections import Counter, deque
@@ -401,6 +402,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="every N-th batch item comes back expired (0: none)")
     args = parser.parse_args(argv)
 
+    # Ctrl-C (or SIGTERM) must reach the main thread: a signal the kernel gives to a server thread would
+    # leave the main thread asleep. The server's threads inherit this mask; the main thread waits for them.
+    stop_signals = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
     provider = FakeProvider(
         port=args.port,
         host=args.host,
@@ -415,10 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     print("batch APIs: /v1/messages/batches (Anthropic), /v1/files + /v1/batches (OpenAI)")
     print("Any API key is accepted. Ctrl-C to stop.", flush=True)
     try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
+        signal.sigwait(stop_signals)
     finally:
         provider.stop()
     return 0

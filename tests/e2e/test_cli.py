@@ -59,8 +59,10 @@ def test_run_folder_contract(tau_run):
 
 
 def test_two_runs_give_byte_identical_transcripts(tau_run, tmp_path):
+    """The second run in a new interpreter (another hash seed, nothing imported), the first forked warm."""
     _, first = tau_run
-    result = run_cli(tmp_path / "again", f"input={TAU_BENCH}", "model.context_length=4000", "compression.protect_last_n=4")
+    result = run_cli(tmp_path / "again", f"input={TAU_BENCH}", "model.context_length=4000", "compression.protect_last_n=4",
+                     fresh=True)
     assert result.returncode == 0
     assert (tmp_path / "again" / "transcripts" / TAU_BENCH.name).read_bytes() == \
         (first / "transcripts" / TAU_BENCH.name).read_bytes()
