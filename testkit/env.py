@@ -48,16 +48,23 @@ atexit.register(_warm.close)
 def run_cli(run_dir: Path, *overrides: str, env: dict | None = None, timeout: int = 300, cwd: Path = ROOT,
             fresh: bool = False):
     """The real command line, `python -m hermes_pipeline`, in a process of its own writing its run folder to
-    run_dir: forked from a warm process that has the imports done (testkit/cli_server.py), or a new
-    interpreter when `fresh`, when HERMES_FRESH_CLI=1, or when the environment asks for one."""
+    run_dir (see run_module)."""
+    return run_module("hermes_pipeline", f"hydra.run.dir={run_dir}", "progress=log", *overrides, env=env,
+                      timeout=timeout, cwd=cwd, fresh=fresh)
+
+
+def run_module(module: str, *args: str, env: dict | None = None, timeout: int = 300, cwd: Path = ROOT,
+               fresh: bool = False):
+    """`python -m MODULE ARGS` as subprocess.run(capture_output=True, text=True) gives it, with no API key
+    from this environment: forked from a warm process that has the imports done (testkit/cli_server.py),
+    or a new interpreter when `fresh`, when HERMES_FRESH_CLI=1, or when the environment asks for one."""
     full_env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     full_env.update(env or {})
-    args = [f"hydra.run.dir={run_dir}", "progress=log", *overrides]
     if not (fresh or _needs_new_interpreter(full_env)):
-        done = _warm.run("hermes_pipeline", args, full_env, Path(cwd), timeout)
+        done = _warm.run(module, list(args), full_env, Path(cwd), timeout)
         if done is not None:
             return done
-    command = [sys.executable, "-m", "hermes_pipeline", *args]
+    command = [sys.executable, "-m", module, *args]
     return subprocess.run(command, capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout)
 
 

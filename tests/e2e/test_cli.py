@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.env import TAU_BENCH, read_jsonl, run_cli
+from testkit.env import TAU_BENCH, read_jsonl, run_cli, run_module
 from testkit.validity import problems
 
 
@@ -130,15 +130,9 @@ def test_no_key_in_the_run_folder(tmp_path):
 
 
 def test_a_sweep_writes_one_run_folder_per_point(tmp_path):
-    import subprocess
-    import sys
-
-    from testkit.env import ROOT
     sweep = tmp_path / "sweep"
-    result = subprocess.run(
-        [sys.executable, "-m", "hermes_pipeline", "-m", f"hydra.sweep.dir={sweep}", "progress=none",
-         f"input={TAU_BENCH}", "model.context_length=6000,12000", "compression.protect_last_n=4"],
-        capture_output=True, text=True, cwd=ROOT, timeout=300)
+    result = run_module("hermes_pipeline", "-m", f"hydra.sweep.dir={sweep}", "progress=none", f"input={TAU_BENCH}",
+                        "model.context_length=6000,12000", "compression.protect_last_n=4")
     assert result.returncode == 0, result.stderr
     summaries = [json.loads((sweep / str(i) / "summary.json").read_text()) for i in (0, 1)]
     assert summaries[0]["statuses"]["compacted"] > summaries[1]["statuses"]["compacted"]

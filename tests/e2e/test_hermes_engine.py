@@ -8,8 +8,6 @@ and a sweep compares it with the built-in compressor.
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,7 @@ from agent.context_compressor import SUMMARY_PREFIX as HERMES_SUMMARY_PREFIX
 from hermes_pipeline.testing.fake_provider import FakeProvider, auth_error, server_error
 from hermes_pipeline.transcript import message_text, pairing_problems
 from tests.helpers.accounting import check_accounting
-from testkit.env import LONG_SESSIONS, ROOT, read_jsonl, run_cli, shared
+from testkit.env import LONG_SESSIONS, ROOT, read_jsonl, run_cli, run_module, shared
 from testkit.sessions import read_conversations
 
 SAMPLES = ROOT / "samples"
@@ -154,9 +152,8 @@ def test_engine_hermes_without_hermes_agent_is_a_config_error_naming_the_extra(t
 
 def test_a_sweep_compares_the_compressor_and_hermes(tmp_path):
     folder = tmp_path / "sweep"
-    command = [sys.executable, "-m", "hermes_pipeline", "-m", f"hydra.sweep.dir={folder}", "progress=none",
-               "quiet=true", f"input={SAMPLES}", "model.context_length=8000", "engine=compressor,hermes"]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    result = run_module("hermes_pipeline", "-m", f"hydra.sweep.dir={folder}", "progress=none", "quiet=true",
+                        f"input={SAMPLES}", "model.context_length=8000", "engine=compressor,hermes")
     assert result.returncode == 0, result.stderr[-3000:]
     with open(folder / "sweep.csv", newline="") as handle:
         points = {row["engine"]: row for row in csv.DictReader(handle)}

@@ -3,13 +3,11 @@ import csv
 import json
 import shutil
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from testkit.env import ROOT, read_jsonl, run_cli
+from testkit.env import ROOT, read_jsonl, run_cli, run_module
 
 SAMPLE = ROOT / "samples" / "tau-bench-airline.jsonl"
 # Turns further apart than either TTL: no cached prefix survives between requests, so a
@@ -20,9 +18,7 @@ TIMING = ("seconds", "wall_seconds", "process_cpu_seconds", "mb_per_second", "co
 
 
 def sweep(sweep_dir: Path, *overrides: str):
-    command = [sys.executable, "-m", "hermes_pipeline", "-m", f"hydra.sweep.dir={sweep_dir}", "progress=none",
-               *overrides]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    result = run_module("hermes_pipeline", "-m", f"hydra.sweep.dir={sweep_dir}", "progress=none", *overrides)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
@@ -127,10 +123,9 @@ def test_joblib_launcher_gives_the_same_output_as_the_basic_one(tmp_path):
     drop = lambda rows: [{k: v for k, v in r.items() if k not in ("wall_seconds", "folder")} for r in rows]
     assert drop(basic) == drop(joblib)
     # one report over both sweeps: each joblib point has the same transcripts as its basic twin
-    report = subprocess.run([sys.executable, "-m", "hermes_pipeline.sweep_report", str(tmp_path / "basic" / "0"),
+    report = run_module("hermes_pipeline.sweep_report", str(tmp_path / "basic" / "0"),
                              str(tmp_path / "basic" / "1"), str(tmp_path / "joblib" / "0"),
-                             str(tmp_path / "joblib" / "1"), "--out", str(tmp_path / "both")],
-                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+                             str(tmp_path / "joblib" / "1"), "--out", str(tmp_path / "both"), timeout=120)
     assert report.returncode == 0, report.stderr
     rows = csv_rows(tmp_path / "both" / "sweep.csv")
     assert [r["identical_to"] for r in rows] == ["", "", "0", "1"]
@@ -145,8 +140,7 @@ def test_report_command_works_on_runs_without_replay_or_with_a_quality_score(tmp
     summary = json.loads((old / "summary.json").read_text())
     del summary["replay"]                      # a run folder from before the replay existed
     (old / "summary.json").write_text(json.dumps(summary))
-    result = subprocess.run([sys.executable, "-m", "hermes_pipeline.sweep_report", str(old), "--out", str(tmp_path / "r1")],
-                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    result = run_module("hermes_pipeline.sweep_report", str(old), "--out", str(tmp_path / "r1"), timeout=120)
     assert result.returncode == 0, result.stderr
     (row,) = csv_rows(tmp_path / "r1" / "sweep.csv")
     assert row["replay_cost_usd"] == "" and row["pareto"] == "yes"
@@ -167,8 +161,7 @@ def test_report_command_works_on_runs_without_replay_or_with_a_quality_score(tmp
 
 
 def test_report_command_says_so_when_there_is_nothing_to_report(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "hermes_pipeline.sweep_report", str(tmp_path)],
-                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    result = run_module("hermes_pipeline.sweep_report", str(tmp_path), timeout=120)
     assert result.returncode == 1 and "no run folders" in result.stderr
 
 
@@ -190,10 +183,9 @@ def test_manifest_replay_is_the_replay_of_the_stored_conversation(grid):
 
 def test_the_default_sweep_folder_holds_every_point_under_joblib_too(tmp_path):
     """The sweep folder's name has the launching process's id: joblib's workers must name the same one."""
-    command = [sys.executable, "-m", "hermes_pipeline", "-m", "progress=none", "quiet=true", *SMALL,
-               "compression.threshold=0.4,0.6", "prompt_caching.cache_ttl=5m,1h", "hydra/launcher=joblib",
-               "hydra.launcher.n_jobs=2"]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    result = run_module("hermes_pipeline", "-m", "progress=none", "quiet=true", *SMALL, "compression.threshold=0.4,0.6",
+                        "prompt_caching.cache_ttl=5m,1h", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                        cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     (folder,) = (tmp_path / "runs" / "multirun").glob("*/*")
     assert sorted(p.name for p in folder.iterdir() if p.is_dir()) == ["0", "1", "2", "3"]
@@ -202,9 +194,8 @@ def test_the_default_sweep_folder_holds_every_point_under_joblib_too(tmp_path):
 
 def test_hydra_mode_multirun_given_as_an_override_still_sweeps(tmp_path):
     """The run skips Hydra's second composition (it only reads `hydra.mode`), except when the mode is given."""
-    command = [sys.executable, "-m", "hermes_pipeline", "hydra.mode=MULTIRUN", f"hydra.sweep.dir={tmp_path / 's'}",
-               "progress=none", "quiet=true", *SMALL, "compression.threshold=0.4,0.6"]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    result = run_module("hermes_pipeline", "hydra.mode=MULTIRUN", f"hydra.sweep.dir={tmp_path / 's'}", "progress=none",
+                        "quiet=true", *SMALL, "compression.threshold=0.4,0.6", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert sorted(p.name for p in (tmp_path / "s").iterdir() if p.is_dir()) == ["0", "1"]
     assert len(csv_rows(tmp_path / "s" / "sweep.csv")) == 2
@@ -254,14 +245,14 @@ def test_the_report_says_when_not_compacting_beats_every_point_and_would_not_fit
 def test_the_report_warns_when_its_runs_read_different_conversations(tmp_path, grid, on_off):
     folder, rows = on_off
     other = folder / rows["true"]["job"]             # the samples at another turn gap: same conversations
-    same = subprocess.run([sys.executable, "-m", "hermes_pipeline.sweep_report", str(grid / "0"), str(other),
-                           "--out", str(tmp_path / "same")], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    same = run_module("hermes_pipeline.sweep_report", str(grid / "0"), str(other),
+                           "--out", str(tmp_path / "same"), timeout=120)
     assert same.returncode == 0 and "warning" not in same.stderr
     unrelated, part = tmp_path / "unrelated", tmp_path / "part.jsonl"
     part.write_bytes(b"".join(Path(SAMPLE).read_bytes().splitlines(keepends=True)[:3]))   # another input
     assert run_cli(unrelated, f"input={part}", "model.context_length=4000").returncode == 0
-    result = subprocess.run([sys.executable, "-m", "hermes_pipeline.sweep_report", str(grid / "0"), str(unrelated),
-                             "--out", str(tmp_path / "mixed")], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    result = run_module("hermes_pipeline.sweep_report", str(grid / "0"), str(unrelated),
+                             "--out", str(tmp_path / "mixed"), timeout=120)
     assert result.returncode == 0
     assert "did not read the same conversations" in result.stderr
     assert "**Warning**: these points did not read the same conversations" in (tmp_path / "mixed" / "sweep.md").read_text()
@@ -270,9 +261,8 @@ def test_the_report_warns_when_its_runs_read_different_conversations(tmp_path, g
 def test_the_report_names_every_point_apart_and_shows_only_settings(tmp_path, grid, on_off):
     plain = tmp_path / "2"                              # a run folder named like the sweep's job 2
     assert run_cli(plain, *SMALL[:2], "quiet=true").returncode == 0
-    result = subprocess.run([sys.executable, "-m", "hermes_pipeline.sweep_report", str(grid / "2"), str(grid / "3"),
-                             str(plain), str(on_off[0]), "--out", str(tmp_path / "r")],
-                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    result = run_module("hermes_pipeline.sweep_report", str(grid / "2"), str(grid / "3"),
+                             str(plain), str(on_off[0]), "--out", str(tmp_path / "r"), timeout=120)
     assert result.returncode == 0, result.stderr
     assert "UserWarning" not in result.stderr          # the ✗ point of on_off is drawn without a warning
     rows = csv_rows(tmp_path / "r" / "sweep.csv")
