@@ -29,30 +29,31 @@ _LABELLED = re.compile(
     r"(?i)(\bbearer\s+|\b(?:[a-z0-9]{1,32}[_-]){0,4}(?:api[_-]?key|secret(?:[_-]access[_-]key)?|token|password|passwd"
     r"|pwd|access[_-]?key)\\?[\"']?\s*[:=]\s*\\?[\"']?)([^\s\"',;\\]{6,})"     # \" inside JSON strings too
 )
-# all of them in one pass (secrets_in only collects: a match inside another's is part of it anyway)
-_ANY_SECRET = re.compile("|".join(f"(?:{p.pattern})" for p in _SECRET_PATTERNS), re.S)
 _URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.\-]{0,31}://[^\s:/@]+:)([^\s@/]+)(@)", re.I)
 _THINK = re.compile(r"<think(?:ing)?>.*?(?:</think(?:ing)?>|$)", re.S | re.I)
 
 
-# Every pattern above needs one of these (case aside): a text without any is returned as it is, after
-# one search instead of a dozen (probes redact every user turn and error line they keep). Searched in
-# the lowered text: a case-insensitive alternation is scanned several times slower.
-_MAYBE_SECRET_LOWER = re.compile(r"sk-|gh[pousr]_|github_pat_|xox[abprs]-|akia|aiza|_live_|_test_|hf_|eyj|-----begin|"
-                                 r"://|bearer|key|secret|token|passw|pwd")
+# What each family of patterns needs to find anything: a text without it skips that family's scan (probes
+# redact every user turn and error line they keep, and most hold none). The key patterns are case-sensitive;
+# the labels are searched in the lowered text, as a case-insensitive alternation is scanned several times slower.
+_KEY_HINT = re.compile(r"sk-|gh[pousr]_|github_pat_|xox[abprs]-|AKIA|AIza|_live_|_test_|hf_|eyJ|-----BEGIN")
+_LABEL_HINT_LOWER = re.compile(r"bearer|key|secret|token|passw|pwd")
+_URL_HINT = "://"
 
 
-def _maybe_secret(text: str) -> bool:
-    return _MAYBE_SECRET_LOWER.search(text.lower()) is not None
+def _has_label(text: str) -> bool:
+    return _LABEL_HINT_LOWER.search(text.lower()) is not None
 
 
 def redact_secrets(text: str) -> str:
-    if not _maybe_secret(text):
-        return text
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(REDACTED, text)
-    text = _URL_CREDENTIALS.sub(lambda m: m.group(1) + REDACTED + m.group(3), text)
-    return _LABELLED.sub(lambda m: m.group(1) + REDACTED, text)
+    if _KEY_HINT.search(text):
+        for pattern in _SECRET_PATTERNS:    # one by one, in order: a private key block first, whatever touches it
+            text = pattern.sub(REDACTED, text)
+    if _URL_HINT in text:
+        text = _URL_CREDENTIALS.sub(lambda m: m.group(1) + REDACTED + m.group(3), text)
+    if _has_label(text):
+        text = _LABELLED.sub(lambda m: m.group(1) + REDACTED, text)
+    return text
 
 
 def redact_deep(value):
@@ -82,11 +83,13 @@ def secrets_in(texts) -> set[str]:
     `logger.token:file.py:12` must not be)."""
     found: set[str] = set()
     for text in texts:
-        if not _maybe_secret(text):
-            continue
-        found.update(_PEM_ARMOR.sub("", m.group(0)) for m in _ANY_SECRET.finditer(text))
-        found.update(m.group(2) for m in _URL_CREDENTIALS.finditer(text))
-        found.update(v for v in (m.group(2) for m in _LABELLED.finditer(text)) if _KEY_SHAPED.fullmatch(v))
+        if _KEY_HINT.search(text):
+            for pattern in _SECRET_PATTERNS:
+                found.update(_PEM_ARMOR.sub("", m.group(0)) for m in pattern.finditer(text))
+        if _URL_HINT in text:
+            found.update(m.group(2) for m in _URL_CREDENTIALS.finditer(text))
+        if _has_label(text):
+            found.update(v for v in (m.group(2) for m in _LABELLED.finditer(text)) if _KEY_SHAPED.fullmatch(v))
     return {s for s in found if len(s) >= FRAGMENT_CHARS}
 
 
