@@ -32,7 +32,7 @@ from hermes_pipeline.transcript import Conversation, is_summary_message
 from hermes_pipeline.transcript import message_text as visible_text
 from testkit.builders import engine_for
 from testkit.sessions import read_conversations
-from testkit.env import CORPUS, LONG_SESSIONS, REAL, TAU_BENCH, read_jsonl, run_cli, shared
+from testkit.env import CORPUS, LONG_SESSIONS, REAL, TAU_BENCH, read_jsonl, run_cli, run_module, shared
 from testkit.synth import make_session
 from testkit.validity import our_summary, problems, written_problems
 
@@ -46,7 +46,11 @@ COLLECTIONS = {
 CLI_SAMPLE = 12          # conversations per collection checked through the grep command itself
 
 
-def lcm(store: Path, *args: str) -> subprocess.CompletedProcess:
+def lcm(store: Path, *args: str, script: bool = False) -> subprocess.CompletedProcess:
+    """`hermes-pipeline-lcm --store STORE ARGS`: the installed console script when `script`, else its module
+    run warm (testkit.env.run_module), as most calls are: the same command, without a start-up each."""
+    if not script:
+        return run_module("hermes_pipeline.engine.lcm.cli", "--store", str(store), *args)
     assert LCM_CLI.exists(), f"{LCM_CLI} is missing: run `make venv` (pip install -e .)"
     return subprocess.run([str(LCM_CLI), "--store", str(store), *args], capture_output=True, text=True, timeout=300)
 
@@ -201,15 +205,15 @@ def only_in(messages: list[dict], output: str) -> str | None:
 def test_the_command_line_reports_unknown_ids_bad_patterns_and_missing_stores(tmp_path_factory, tmp_path):
     _, run_dir, _ = lcm_run(tmp_path_factory, "repo")
     store = run_dir / "lcm.sqlite"
-    missing = lcm(store, "expand", "lcm:" + "0" * 64)
+    missing = lcm(store, "expand", "lcm:" + "0" * 64, script=True)
     assert missing.returncode == 1 and "no such object" in missing.stderr
-    assert lcm(store, "expand", "not-a-pointer").returncode == 1
-    assert lcm(store, "grep", "-F", "a string that no transcript has, surely 8c1e").returncode == 1
-    bad = lcm(store, "grep", "([unclosed")
+    assert lcm(store, "expand", "not-a-pointer", script=True).returncode == 1
+    assert lcm(store, "grep", "-F", "a string that no transcript has, surely 8c1e", script=True).returncode == 1
+    bad = lcm(store, "grep", "([unclosed", script=True)
     assert bad.returncode == 2 and "hermes-pipeline-lcm:" in bad.stderr
-    absent = lcm(tmp_path / "none.sqlite", "list")
+    absent = lcm(tmp_path / "none.sqlite", "list", script=True)
     assert absent.returncode == 2 and not (tmp_path / "none.sqlite").exists()    # reading never creates one
-    listed = lcm(store, "list").stdout.splitlines()
+    listed = lcm(store, "list", script=True).stdout.splitlines()
     rows, _ = rows_of(run_dir)
     assert {line.split("\t")[0] for line in listed} == {r["lcm_record"][4:] for r in rows}
 
