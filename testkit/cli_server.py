@@ -6,8 +6,8 @@ argv, environment, working folder, stdin (/dev/null), stdout and stderr, and Pyt
 (SystemExit, atexit handlers, threads joined). What the runs share is the interpreter's start-up and
 the imports, about half a second of CPU a run, which was most of what the suite's few hundred CLI
 runs cost. What a warm run cannot have, `testkit.env.run_cli` starts fresh: an environment that
-changes how Python starts (PYTHON*), `HERMES_FAULT` (read when its module is imported), and runs asked
-for `fresh=True` (the determinism tests: a second interpreter has another hash seed).
+changes how Python starts (PYTHON*), and runs asked for `fresh=True` (the determinism tests: a second
+interpreter has another hash seed). A fault (`HERMES_FAULT`) kills the forked run itself, with SIGKILL.
 
 Protocol, one JSON line each way per run: the client writes {"module", "args", "env", "cwd", "stdout",
 "stderr"}; the server forks, answers {"pid"}, waits, answers {"returncode"} (negative: killed by
@@ -34,8 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # imported before the first fork: everything a run imports (never hermes_pipeline.__main__, which runs the
-# command). fault_injection reads HERMES_FAULT as it is imported: the server has none, and run_cli starts
-# the runs that set one fresh.
+# command)
 NOT_PRELOADED = ("hermes_pipeline.__main__", "hermes_pipeline.testing")
 SDKS = ("anthropic", "openai", "dask.distributed")
 
@@ -59,7 +58,7 @@ def _try_import(name: str) -> None:
 def serve() -> dict:
     """Answer run requests until stdin closes; returns (in the forked child only) the request to become."""
     _preload()
-    if threading.active_count() != 1 or os.environ.get("HERMES_FAULT"):
+    if threading.active_count() != 1:
         sys.exit(1)          # a fork would not be a clean start: the client runs everything fresh
     gc.freeze()      # the preloaded objects stay out of the children's collections (and their pages shared)
     replies = os.fdopen(os.dup(1), "w")
@@ -131,7 +130,7 @@ class CliServer:
     def _started(self) -> bool:
         if self.process is not None and self.process.poll() is None:
             return True
-        env = {k: v for k, v in os.environ.items() if k != "HERMES_FAULT"}
+        env = {k: v for k, v in os.environ.items() if k != "HERMES_FAULT"}    # the server itself never dies on cue
         self.process = subprocess.Popen([sys.executable, "-m", "testkit.cli_server"], cwd=ROOT, env=env,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.pending = b""

@@ -69,10 +69,9 @@ def run_module(module: str, *args: str, env: dict | None = None, timeout: int = 
 
 
 def _needs_new_interpreter(env: dict) -> bool:
-    """What a forked run cannot honour: Python's start-up settings, a fault read as its module is imported."""
+    """What a forked run cannot honour: Python's start-up settings (PYTHONPATH, ...)."""
     started = {k: v for k, v in os.environ.items() if k.startswith("PYTHON")}
-    return (os.environ.get("HERMES_FRESH_CLI") == "1" or "HERMES_FAULT" in env
-            or {k: v for k, v in env.items() if k.startswith("PYTHON")} != started)
+    return os.environ.get("HERMES_FRESH_CLI") == "1" or {k: v for k, v in env.items() if k.startswith("PYTHON")} != started
 
 
 def wait_until_listed(process: subprocess.Popen, manifest: Path, rows: int) -> int:

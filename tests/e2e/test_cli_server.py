@@ -53,11 +53,16 @@ def test_a_run_over_its_time_is_killed_and_the_next_one_runs(server, tmp_path):
     assert after.returncode == 0 and after.stdout.startswith("hermes-pipeline ")
 
 
-def test_run_cli_starts_fresh_what_a_fork_cannot_honour(tmp_path, monkeypatch):
-    """A fault read at import time and Python's own start-up settings need a new interpreter: the fault
-    fires (SIGKILL: -9) only if the run really started fresh."""
+def test_a_fault_kills_the_forked_run_and_python_settings_start_a_new_one(tmp_path, monkeypatch):
+    """HERMES_FAULT is read when the run gets there, so a warm run dies on cue (SIGKILL: -9); a PYTHON* setting
+    and HERMES_FRESH_CLI=1 need a new interpreter, and the warm server is not asked."""
     killed = run_cli(tmp_path / "run", f"input={TAU_BENCH}", env={"HERMES_FAULT": "file:1"})
     assert killed.returncode == -9
-    monkeypatch.setenv("HERMES_FRESH_CLI", "1")        # every run fresh: the warm server is not asked
-    monkeypatch.setattr(env_module._warm, "run", lambda *a, **k: pytest.fail("a warm run under HERMES_FRESH_CLI=1"))
-    assert run_cli(tmp_path / "run2", "input=samples", "quiet=true").returncode == 0
+    monkeypatch.setattr(env_module._warm, "run", lambda *a, **k: pytest.fail("a warm run where a fresh one is due"))
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "sitecustomize.py").write_text("print('fresh interpreter')\n")
+    started = run_cli(tmp_path / "run2", "input=samples", "quiet=true", env={"PYTHONPATH": str(shadow)})
+    assert started.returncode == 0 and started.stdout.startswith("fresh interpreter")
+    monkeypatch.setenv("HERMES_FRESH_CLI", "1")
+    assert run_cli(tmp_path / "run3", "input=samples", "quiet=true").returncode == 0
