@@ -176,6 +176,9 @@ class ModelConfig:
                              range=(0.5, 2.0))
     min_cache_tokens: int = opt(1024, "replay: a shorter prompt prefix is not cached by the provider", minimum=0)
     prices: PricesConfig = group(PricesConfig, "USD per million tokens")
+    retired: Optional[str] = opt(None, "the day (YYYY-MM-DD) the provider retires the model: from then on an LLM "
+                                       "summarizer sends its summaries to its default_model instead (the run says so)",
+                                 output=False)
 
 
 @dataclass

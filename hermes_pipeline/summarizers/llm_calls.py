@@ -20,9 +20,11 @@ import os
 import re
 import threading
 from dataclasses import dataclass, field
+from datetime import date
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from hermes_pipeline.config import ConfigError
 from hermes_pipeline.config.schema import (
     AuxiliaryCompressionConfig, BatchConfig, BreakerConfig, CacheConfig, LLMSummarizerConfig, RetryConfig, filled)
 from hermes_pipeline.summarizers import prompt as P
@@ -33,6 +35,13 @@ from hermes_pipeline.summarizers.llm_errors import (
 from hermes_pipeline.summarizers.redact import REDACTED, redact_secrets
 
 log = logging.getLogger(__name__)
+
+
+def _day(value) -> date:
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError:
+        raise ConfigError(f"model.retired must be a day, YYYY-MM-DD, not {value!r}") from None
 
 _KNOWN_BASE_URLS = {"openrouter": "https://openrouter.ai/api/v1"}
 # Model names each provider's own API serves (a compatible server at base_url may serve any).
@@ -102,7 +111,7 @@ class LLMCalls:
         self.name = name or self.provider
         self.route = self.provider if aux_cfg["provider"] in ("auto", "main") else str(aux_cfg["provider"])
         self.base_url = aux_cfg["base_url"] or _KNOWN_BASE_URLS.get(self.route)
-        self.model = self._choose_model(aux_cfg["model"], model_cfg.get("name"), default_model)
+        self.model = self._choose_model(aux_cfg["model"], model_cfg.get("name"), default_model, model_cfg.get("retired"))
         self.key_env = api_key_env or (f"{self.route.upper()}_API_KEY" if self.route in _KNOWN_BASE_URLS
                                        else self.default_key_env)
         self.require_api_key = bool(require_api_key)
@@ -156,12 +165,17 @@ class LLMCalls:
         """The provider's own API: only its own models exist there."""
         return not self.base_url and self.route == self.provider
 
-    def _choose_model(self, summary_model: str | None, run_model: str | None, default_model: str | None) -> str:
-        """auxiliary.compression.model, else the run's model if this provider serves it, else default_model."""
+    def _choose_model(self, summary_model: str | None, run_model: str | None, default_model: str | None,
+                      retired: str | None = None) -> str:
+        """auxiliary.compression.model, else the run's model if this provider serves it and has not retired it,
+        else default_model."""
         if summary_model:
             return str(summary_model)
         if run_model and PROVIDER_MODELS[self.provider].match(str(run_model)):
-            return str(run_model)
+            if not (retired and default_model and _day(retired) <= date.today()):
+                return str(run_model)
+            log.warning("%s was retired on %s: summaries go to %s (auxiliary.compression.model chooses another)",
+                        run_model, retired, default_model)
         return str(default_model or run_model or "")   # a compatible server's own model: auxiliary.compression.model
 
     @property

@@ -326,7 +326,7 @@ def test_lone_surrogates_do_not_stop_an_llm_summarizer(tmp_path, clean_run):
         sent = [json.dumps(r["body"]) for r in fake.requests]
     assert result.returncode == 0, result.stderr
     rows = read_rows(tmp_path / "run" / "manifest.jsonl")
-    assert (rows[0]["summarizer"], rows[0]["fallback"]) == ("anthropic:claude-sonnet-4-5", None)
+    assert (rows[0]["summarizer"], rows[0]["fallback"]) == ("anthropic:claude-sonnet-4-6", None)   # the default model is retired
     assert sent and "\\ufffd" in sent[0]
     out = json.loads((tmp_path / "run" / "transcripts" / "surrogates.jsonl").read_text().splitlines()[0])
     assert out["messages"][1]["content"].endswith(SURROGATES)

@@ -18,7 +18,7 @@ from hermes_pipeline.testing.fake_provider import FakeProvider, server_error
 from testkit.env import ROOT, read_jsonl, run_cli
 from testkit.synth import write_sessions
 
-MODELS = {"anthropic": ("claude-sonnet-4-5", "ANTHROPIC_API_KEY", "/v1/messages"),
+MODELS = {"anthropic": ("claude-sonnet-4-6", "ANTHROPIC_API_KEY", "/v1/messages"),   # the summary model
           "openai": ("gpt-4o", "OPENAI_API_KEY", "/v1/chat/completions")}
 KEY = "hermesBATCHKEY5c1e9a7grepme"
 BATCH = ("summarizer.batch.enabled=true", "summarizer.batch.poll_s=0.05")

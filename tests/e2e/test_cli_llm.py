@@ -32,9 +32,10 @@ from testkit.validity import problems
 # out of every output (not pattern-based redaction) makes the no-key checks pass.
 FAKE_KEY = "hermesFAKEKEY7f3a9c1e5b2d4a60grepme"
 PROVIDERS = {
-    # provider: (key variable, run model = summary model; conf/model/<model>.yaml has its prices)
-    "anthropic": ("ANTHROPIC_API_KEY", "claude-sonnet-4-5"),
-    "openai": ("OPENAI_API_KEY", "gpt-4o"),
+    # provider: (key variable, run model, summary model; conf/model/<model>.yaml has its prices). The default
+    # claude-sonnet-4-5 is retired: its summaries go to the anthropic summarizer's default_model.
+    "anthropic": ("ANTHROPIC_API_KEY", "claude-sonnet-4-5", "claude-sonnet-4-6"),
+    "openai": ("OPENAI_API_KEY", "gpt-4o", "gpt-4o"),
 }
 FROM_MODEL = "Request digest: sha256:"          # a line only the fake provider's summaries have
 SHORT = [{"role": "system", "content": "You are a coding agent."},
@@ -66,7 +67,7 @@ def fake():
 
 def llm_cli(run_dir: Path, provider: str, fake: FakeProvider, source: Path, *extra: str,
             cache: Path | None = None, key: str | None = FAKE_KEY, timeout: int = 120):
-    env_var, model = PROVIDERS[provider]
+    env_var, model, _ = PROVIDERS[provider]
     url = fake.base_url if provider == "anthropic" else fake.openai_base_url
     cache = cache or run_dir.parent / f"{run_dir.name}-cache" / "cache.sqlite"
     overrides = [f"input={source}", f"summarizer={provider}", f"model={model}", "model.context_length=8000",
@@ -76,12 +77,12 @@ def llm_cli(run_dir: Path, provider: str, fake: FakeProvider, source: Path, *ext
 
 
 def label(provider: str) -> str:
-    return f"{provider}:{PROVIDERS[provider][1]}"
+    return f"{provider}:{PROVIDERS[provider][2]}"
 
 
 def prices(provider: str) -> dict:
     import yaml
-    return yaml.safe_load((ROOT / "conf" / "model" / f"{PROVIDERS[provider][1]}.yaml").read_text())["prices"]
+    return yaml.safe_load((ROOT / "conf" / "model" / f"{PROVIDERS[provider][2]}.yaml").read_text())["prices"]
 
 
 def summary_of(run_dir: Path) -> dict:
@@ -160,7 +161,7 @@ def test_success_usage_cost_and_a_free_rerun(inputs, fake, tmp_path, provider):
         body = request["body"]
         headers = request["headers"]
         assert "<redacted>" in (headers.get("x-api-key"), headers.get("authorization"))
-        assert body["model"] == PROVIDERS[provider][1] and body["max_tokens"] >= 2048
+        assert body["model"] == PROVIDERS[provider][2] and body["max_tokens"] >= 2048
         if provider == "anthropic":
             assert request["path"] == "/v1/messages"
             assert body["system"] == [{"type": "text", "text": P.INSTRUCTIONS,
@@ -434,7 +435,7 @@ def test_readme_dry_run_against_the_fake_provider_cli(tmp_path):
     assert result.returncode == 0, result.stderr
     rows = read_jsonl(tmp_path / "run" / "manifest.jsonl")
     compacted = [r for r in rows if r["status"] == "compacted"]
-    assert compacted and all(r["summarizer"] == "anthropic:claude-sonnet-4-5" for r in compacted)
+    assert compacted and all(r["summarizer"] == label("anthropic") for r in compacted)
     assert all(r["fallback"] is None and r["calls"] == 1 for r in compacted)
 
 

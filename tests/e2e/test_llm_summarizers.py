@@ -6,10 +6,13 @@ import logging
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import date, timedelta
 
 import httpx2
 import pytest
 
+from hermes_pipeline.components import build
+from hermes_pipeline.config import ConfigError
 from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import SECTIONS, SummarizerFatalError, SummaryRequest
 from hermes_pipeline.summarizers.anthropic import AnthropicSummarizer
@@ -156,6 +159,32 @@ def test_openai_max_completion_tokens_option(make, fake):
     make("openai", max_tokens_param="max_completion_tokens").summarize(request())
     body = fake.requests[-1]["body"]
     assert "max_tokens" not in body and body["max_completion_tokens"] >= 3000
+
+
+def test_a_retired_run_model_sends_its_summaries_to_the_default_model(caplog, composed_config, tmp_path,
+                                                                       monkeypatch):
+    """A model the provider has retired gets no summary calls from its retirement day on: the summarizer's
+    default_model does, and the run says so; auxiliary.compression.model still wins; a bad day is a config
+    error. The bundled default (claude-sonnet-4-5, retired 2026-11-30) is one."""
+    def summary_model(retired, aux=None):
+        return AnthropicSummarizer(model_cfg={"name": "claude-sonnet-4-5", "retired": retired},
+                                   aux_cfg={"model": aux}, cache={"enabled": False},
+                                   default_model="claude-sonnet-4-6", api_key_env="NO_SUCH_KEY_VAR").model
+    today = date.today()
+    with caplog.at_level("WARNING"):
+        assert summary_model(today.isoformat()) == "claude-sonnet-4-6"
+    assert "claude-sonnet-4-5 was retired on" in caplog.text and "summaries go to claude-sonnet-4-6" in caplog.text
+    assert summary_model((today + timedelta(days=1)).isoformat()) == "claude-sonnet-4-5"    # not yet
+    assert summary_model(None) == "claude-sonnet-4-5"
+    assert summary_model(today.isoformat(), aux="claude-opus-4-7") == "claude-opus-4-7"
+    with pytest.raises(ConfigError, match="model.retired must be a day"):
+        summary_model("end of November")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "built-never-called")
+    built = build(composed_config("summarizer=anthropic"), tmp_path / "run")
+    try:
+        assert built.summarizer.model == "claude-sonnet-4-6" and built.engine.services.model_name == "claude-sonnet-4-5"
+    finally:
+        built.close()
 
 
 def test_model_defaults_to_the_runs_model_of_the_same_provider():

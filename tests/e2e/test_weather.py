@@ -18,7 +18,7 @@ from hermes_pipeline.testing.fake_provider import FakeProvider
 from testkit.env import CORPUS, LONG_SESSIONS, SHARED, read_jsonl, run_cli, shared
 from tests.helpers.weather import WeatherProxy
 
-MODELS = {"anthropic": ("claude-sonnet-4-5", "ANTHROPIC_API_KEY"), "openai": ("gpt-4o", "OPENAI_API_KEY")}
+MODELS = {"anthropic": ("claude-sonnet-4-6", "ANTHROPIC_API_KEY"), "openai": ("gpt-4o", "OPENAI_API_KEY")}   # live models
 WINDOW = 12_000      # tokens (a rough 4 characters each): the longest whole requests are refused and must be split
 BURST = 4            # the first requests are all refused as overloaded
 LATENCY = 0.5        # seconds a summary takes, 10x the first retry wait; a refusal comes at once, as from a real API

@@ -16,7 +16,7 @@ NEEDS = {("summarizer", "anthropic"): ("ANTHROPIC_API_KEY", "model=claude-sonnet
 
 def test_the_groups_are_the_ones_a_run_picks():
     assert GROUPS == ["engine", "model", "pipeline", "runner", "summarizer"]
-    assert len(OPTIONS) == 14
+    assert len(OPTIONS) == 15
 
 
 @pytest.mark.parametrize("group,option", OPTIONS, ids=[f"{g}={o}" for g, o in OPTIONS])
