@@ -63,10 +63,10 @@ def test_a_dry_run_calls_no_model_writes_no_transcripts_and_prices_each_summary(
     rows, summary = assert_dry(tmp_path / "dry")
     compacted = [r for r in rows if r["status"] == "compacted"]
     assert compacted and summary["dry_run"]["llm_calls"] == len([r for r in rows if r["summarizer"]])
-    prices = yaml.safe_load((ROOT / "conf" / "model" / "claude-sonnet-4-5.yaml").read_text())["prices"]
+    prices = yaml.safe_load((ROOT / "conf" / "model" / "claude-sonnet-4-6.yaml").read_text())["prices"]
     for row in compacted:
         would = row["dry_run"]
-        assert would["summarizer"] == "anthropic:claude-sonnet-4-5" and would["batch"] is False
+        assert would["summarizer"] == "anthropic:claude-sonnet-4-6" and would["batch"] is False
         # the request holds the middle, the instructions and the budget line: more than the summary it asks for
         assert would["input_tokens"] > would["output_tokens"] > 0
         assert would["cost_usd"] == pytest.approx(

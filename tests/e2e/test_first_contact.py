@@ -94,7 +94,7 @@ def test_an_unknown_key_fails_naming_the_closest_valid_key(tmp_path, typo, close
     ("model.context_length=16k", "model.context_length='16k' is not an integer (write 16000, not 16k)"),
     ("compression.threshold=high", "compression.threshold='high' is not a number"),
     ("model=claude-opus", "model='claude-opus' is no option of model: one of claude-haiku-4-5, claude-sonnet-4-5, "
-                          "gpt-4.1-mini, gpt-4o\n"),         # no haiku suggested for an opus
+                          "claude-sonnet-4-6, gpt-4.1-mini, gpt-4o\n"),         # no haiku suggested for an opus
     ("compression.threshold=40%", "compression.threshold='40%' is not a number"),
     ("model.context_length=16,000", "a list of values is a sweep (hermes-pipeline -m ...)"),
     ("summarizer=antropic", "did you mean anthropic?"),

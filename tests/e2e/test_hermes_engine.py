@@ -101,7 +101,7 @@ def test_engine_hermes_sends_its_own_prompt_to_the_runs_endpoint(tmp_path, fake,
     assert result.returncode == 0, result.stderr
     rows = [r for r in read_jsonl(tmp_path / "run" / "manifest.jsonl") if r["status"] == "compacted"]
     assert rows and {r["engine"] for r in rows} == {"hermes"}
-    assert {r["summarizer"] for r in rows} == {"anthropic:claude-sonnet-4-5" if provider == "anthropic"
+    assert {r["summarizer"] for r in rows} == {"anthropic:claude-sonnet-4-6" if provider == "anthropic"
                                                else "openai:gpt-4.1-mini"}
     assert {r["fallback"] for r in rows} == {None} and all(r["calls"] == 1 for r in rows)
     assert all(r["usage"]["input_tokens"] > 0 and r["quality"] is not None for r in rows)

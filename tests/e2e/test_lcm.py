@@ -428,7 +428,7 @@ def test_a_model_summary_and_its_fallback_both_carry_the_pointers(tmp_path):
     outputs = {o["id"]: o for o in read_jsonl(tmp_path / "run" / "transcripts" / sample.name)}
     fell_back = [r for r in rows if r["fallback"]]
     assert len(fell_back) == 1 and fell_back[0]["summarizer"] == "extractive" and "500" in fell_back[0]["fallback"]
-    assert {r["summarizer"] for r in rows if not r["fallback"]} == {"anthropic:claude-sonnet-4-5"}
+    assert {r["summarizer"] for r in rows if not r["fallback"]} == {"anthropic:claude-sonnet-4-6"}
     for row in rows:
         summary = [visible_text(m) for m in outputs[row["id"]]["messages"] if is_summary_message(m)][-1]
         assert f"Stored originals: {row['lcm_span']} (messages " in summary

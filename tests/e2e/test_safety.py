@@ -149,7 +149,7 @@ def test_no_secret_sent_to_or_returned_by_an_llm_summarizer(tmp_path, inputs):
         requests = fake.requests
     assert result.returncode == 0, result.stderr
     rows = read_jsonl(tmp_path / "run" / "manifest.jsonl")
-    assert [(r["summarizer"], r["fallback"]) for r in rows] == [("anthropic:claude-sonnet-4-5", None)] * 2
+    assert [(r["summarizer"], r["fallback"]) for r in rows] == [("anthropic:claude-sonnet-4-6", None)] * 2
     assert requests and all(leaked(json.dumps(r["body"])) == [] for r in requests)    # redacted before sending
     texts = summaries(tmp_path / "run" / "transcripts" / "sessions.jsonl")
     assert len(texts) == 2 and all("Request digest: sha256:" in t for t in texts)    # the fake's summaries
