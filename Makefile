@@ -48,7 +48,7 @@ run: venv
 # -rs: the summary lists each skipped test and why (e.g. the shared corpus is not beside the clone).
 # --dist loadfile: a file's tests run on one worker, so its module-scoped runs are made once, not per worker.
 # -n 3 on a 2-core machine: a third worker runs while the others wait on the fake APIs' latency, polls
-# and timeouts (4 min 5 s against 4 min 53 s with -n 2, back to back on this 2-core machine).
+# and timeouts (back to back on a 2-core machine: 4 min 5 s against 4 min 53 s, 4 min 56 s against 5 min 12 s).
 test: venv agents wheels
 	$(BIN)/python -m pytest -n 3 --dist loadfile -rs $(PYTEST_ARGS)
 
