@@ -36,13 +36,6 @@ from hermes_pipeline.summarizers.redact import REDACTED, redact_secrets
 
 log = logging.getLogger(__name__)
 
-
-def _day(value) -> date:
-    try:
-        return date.fromisoformat(str(value))
-    except ValueError:
-        raise ConfigError(f"model.retired must be a day, YYYY-MM-DD, not {value!r}") from None
-
 _KNOWN_BASE_URLS = {"openrouter": "https://openrouter.ai/api/v1"}
 # Model names each provider's own API serves (a compatible server at base_url may serve any).
 PROVIDER_MODELS = {"anthropic": re.compile(r"claude", re.I),
@@ -172,7 +165,7 @@ class LLMCalls:
         if summary_model:
             return str(summary_model)
         if run_model and PROVIDER_MODELS[self.provider].match(str(run_model)):
-            if not (retired and default_model and _day(retired) <= date.today()):
+            if not (default_model and _is_past(retired)):
                 return str(run_model)
             log.warning("%s was retired on %s: summaries go to %s (auxiliary.compression.model chooses another)",
                         run_model, retired, default_model)
@@ -398,3 +391,12 @@ class LLMCalls:
         self._client = self._sem = None
         self.cache.close()
 
+
+def _is_past(retired: str | None) -> bool:
+    """Whether a model's `retired` day (YYYY-MM-DD) has come."""
+    if not retired:
+        return False
+    try:
+        return date.fromisoformat(str(retired)) <= date.today()
+    except ValueError:
+        raise ConfigError(f"model.retired must be a day, YYYY-MM-DD, not {retired!r}") from None
