@@ -1,6 +1,6 @@
 """hermes-pipeline: offline, config-driven compaction of stored LLM-agent transcripts."""
 
-from hermes_pipeline import log_text
+from hermes_pipeline.run import log_text
 
 __version__ = "0.1.0"
 

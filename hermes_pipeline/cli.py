@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import hydra
@@ -17,9 +18,10 @@ from omegaconf import DictConfig
 
 from hermes_pipeline import __version__
 from hermes_pipeline.config import ConfigError, check_override_keys
+from hermes_pipeline.config.command_line import check_hydra_options
 from hermes_pipeline.config.files import config_dir
 from hermes_pipeline.config.schema import register
-from hermes_pipeline.exit_codes import EXIT_CONFIG, EXIT_OK, EXIT_STOPPED, exit_code
+from hermes_pipeline.run.exit_codes import EXIT_CONFIG, EXIT_OK, EXIT_STOPPED, exit_code
 from hermes_pipeline.summarizers.base import SummarizerFatalError
 
 CONF_DIR = str(config_dir())
@@ -53,7 +55,7 @@ def _stop_on_signals(stop: threading.Event) -> None:
 def run(cfg: DictConfig, run_dir: Path) -> int:
     """Build the run from the config (components.build, the only reader of it), run it, say how it ended."""
     from hermes_pipeline import components
-    from hermes_pipeline.run_folder import RunFolder
+    from hermes_pipeline.run.run_folder import RunFolder
     started = time.perf_counter()
     stop = threading.Event()
     _stop_on_signals(stop)
@@ -72,18 +74,18 @@ def run(cfg: DictConfig, run_dir: Path) -> int:
 
 def _run_built(built, folder, run_dir: Path, stop: threading.Event, started: float) -> int:
     """Log what the run reads, open its output, run the executor, write summary.json: the exit status."""
-    from hermes_pipeline.console import print_table
-    from hermes_pipeline.run_folder import run_log
-    from hermes_pipeline.runners.executor import Executor
-    from hermes_pipeline.state import OutputLocked
+    from hermes_pipeline.reports.console import print_table
+    from hermes_pipeline.run.executor import Executor
+    from hermes_pipeline.run.incremental import OutputLocked
+    from hermes_pipeline.run.run_folder import run_log
     dry, inputs, found = built.dry_run, built.inputs.files, built.inputs
     output_dir = built.output.dir
     run_log.info("hermes-pipeline %s: input %s (%d file(s), %.1f MB%s); engine %s, summarizer %s, runner %s; "
                  "output %s%s", __version__, ", ".join(built.input_specs), len(inputs),
                  sum(f.path.stat().st_size for f in inputs) / 1e6,
                  f"; {len(found.not_read)} not read, listed below" if found.not_read else "", built.resolved.name,
-                 getattr(built.summarizer, "name", "?"),
-                 (built.runner.describe() or getattr(built.runner, "name", "?")).removeprefix("runner: "),
+                 built.summarizer.name or "?",
+                 (built.runner.describe() or built.runner.name or "?").removeprefix("runner: "),
                  "none (dry run)" if dry else output_dir or f"{run_dir}/transcripts",
                  ", incremental" if built.output.incremental and not dry else "")
     if dry and (output_dir or built.output.incremental):
@@ -108,11 +110,14 @@ def _run_built(built, folder, run_dir: Path, stop: threading.Event, started: flo
     if not built.quiet:
         _to_stdout(lambda: [print(line, flush=True) for line in (built.caching.status_line(), built.runner.describe(),
                                                                  DRY_RUN_LINE if dry else None) if line])
-    from hermes_pipeline.runners.batch_pass import batch_first
+    from hermes_pipeline.run.batch_pass import batch_first
     executor = Executor(built.runner, folder, tree, built.options, stop,
                         first=batch_first(built.summarizer, built.engine, run_dir))
+    exam = None
     try:
         totals = executor.run(inputs)
+        if built.exam is not None and totals.status == "complete":
+            exam = _examine(built, run_dir, tree, inputs, stop, totals)
     except KeyboardInterrupt:          # a second signal: in-flight work abandoned
         totals = executor.totals
         totals.interrupted = True
@@ -124,6 +129,8 @@ def _run_built(built, folder, run_dir: Path, stop: threading.Event, started: flo
     totals.stages.add_seconds("finish", time.thread_time() - finish_started)
     summary = totals.summary(time.perf_counter() - started, built.prices, built.caching.status_line(),
                              cache_ttl=built.cache_ttl, summarizer_prices=built.summarizer_prices)
+    if exam is not None:
+        summary["exam"] = exam.to_dict(partial(exam_cost, built.summarizer_prices, built.cache_ttl))
     if totals.interrupted:
         summary["stopped"] = f"interrupted by {' then '.join(dict.fromkeys(_signals)) or 'a signal'}"
     code, why = exit_code(summary, built.max_fallback_share, run_dir)
@@ -144,6 +151,32 @@ def _run_built(built, folder, run_dir: Path, stop: threading.Event, started: flo
     if why:
         print(f"hermes-pipeline: {why}", file=sys.stderr)
     return code
+
+
+def _examine(built, run_dir: Path, tree, inputs, stop: threading.Event, totals):
+    """The exam after a complete run; requests written to a file stop the run there (exit 3)."""
+    from hermes_pipeline.run.exam_pass import run_exam
+    from hermes_pipeline.run.run_folder import run_log
+    from hermes_pipeline.summarizers.llm.batch import RequestsExported
+    started = time.thread_time()
+    try:
+        return run_exam(built.exam, built.summarizer.calls, run_dir, tree, inputs, stop)
+    except RequestsExported as exported:
+        totals.stopped = str(exported)
+        run_log.warning("exam: %s", exported)
+        return None
+    finally:
+        totals.stages.add_seconds("exam", time.thread_time() - started)
+
+
+def exam_cost(prices: dict, cache_ttl: str, usage: dict, batch: dict) -> float:
+    """USD of the exam's requests at the summary model's prices (what a batch delivered at half of them)."""
+    from hermes_pipeline.cost.replay_rows import BATCH_PRICE
+    write = prices.get(f"cache_write_{cache_ttl}", prices.get("cache_write_5m", 0))
+    bill = lambda u: (u.get("input_tokens", 0) * prices.get("input", 0) + u.get("output_tokens", 0) * prices.get(
+        "output", 0) + u.get("cache_read_tokens", 0) * prices.get("cache_read", 0)
+        + u.get("cache_write_tokens", 0) * write) / 1e6
+    return round(bill(usage) - (1 - BATCH_PRICE) * bill(batch), 6)
 
 
 def _to_stdout(show) -> None:
@@ -226,7 +259,8 @@ def _refuse_used_run_folder(argv: list[str]) -> None:
 
 def _print_help() -> None:
     from hydra import compose, initialize_config_dir
-    from hermes_pipeline.console import help_text
+
+    from hermes_pipeline.reports.console import help_text
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose(config_name="config")
     sys.stdout.write(help_text(cfg))
@@ -256,7 +290,9 @@ def main() -> None:
         _print_help()
         return
     try:
-        check_override_keys(argv)
+        options = check_hydra_options(argv)
+        if not options.shell_completion:     # its install=SHELL (or query=...) is no setting of ours
+            check_override_keys(argv)
         _refuse_used_run_folder(argv)
     except ConfigError as error:
         print(f"hermes-pipeline: error: {error}", file=sys.stderr)
@@ -265,8 +301,12 @@ def main() -> None:
     _compose_once(argv)
     try:
         _hydra_entry()
-        from hermes_pipeline.sweep_report import sweep_exit_codes
+        from hermes_pipeline.reports.sweep import sweep_exit_codes
         code = max([*_exit_codes, *sweep_exit_codes], default=EXIT_OK)
+    except SystemExit as usage:    # Hydra's argparse: 2 would say "records quarantined"; a run never exits so
+        if usage.code != 2:
+            raise
+        code = EXIT_CONFIG
     except KeyboardInterrupt:      # during composition or start-up: no traceback
         print("hermes-pipeline: interrupted", file=sys.stderr)
         code = EXIT_STOPPED

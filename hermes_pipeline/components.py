@@ -16,19 +16,26 @@ from omegaconf import DictConfig, OmegaConf
 
 from hermes_pipeline.config import ConfigError, validate
 from hermes_pipeline.config.files import model_config
-from hermes_pipeline.config.schema import AnthropicSummarizerConfig, ModelConfig
-from hermes_pipeline.dry_run import Pricing, dry_run_summarizer
-from hermes_pipeline.engine.base import ContextEngine, EngineServices, StageTools
-from hermes_pipeline.engine.plan import Budgets, Settings, compute_budgets
+from hermes_pipeline.config.schema import AnthropicSummarizerConfig, CompressionConfig, ModelConfig
+from hermes_pipeline.cost.dry_run import Pricing, dry_run_summarizer
+from hermes_pipeline.cost.replay import Prices, ReplaySettings
+from hermes_pipeline.cost.replay_rows import BATCH_PRICE, fixed_texts
+from hermes_pipeline.engine.base import ContextEngine, EngineServices
 from hermes_pipeline.engine.plugins import Resolved, resolve_engine
-from hermes_pipeline.formats.native import WriteOptions
-from hermes_pipeline.inputs import Inputs, find_inputs, input_roots, input_specs
-from hermes_pipeline.output_tree import OutputTree
-from hermes_pipeline.replay_bill import Prices, ReplaySettings
-from hermes_pipeline.replay_manifest import BATCH_PRICE, fixed_texts
-from hermes_pipeline.runners.executor import RunOptions
+from hermes_pipeline.exam.contexts import BASELINES
+from hermes_pipeline.exam.plan import ExamPlan
+from hermes_pipeline.formats.base import WriteOptions
+from hermes_pipeline.formats.hermes_store import HermesStoreFormat, is_store
+from hermes_pipeline.formats.hermes_store.layout import store_layout
+from hermes_pipeline.inputs.find import Inputs, find_inputs, input_roots, input_specs
+from hermes_pipeline.run.executor import RunOptions
+from hermes_pipeline.run.incremental import config_fingerprint
+from hermes_pipeline.run.output_tree import OutputTree
+from hermes_pipeline.run.runners.base import Runner
+from hermes_pipeline.run.store_sink import IN_PLACE
+from hermes_pipeline.stages.base import StageTools
 from hermes_pipeline.stages.cache_mark import CachingPolicy, caching_policy
-from hermes_pipeline.state import config_fingerprint
+from hermes_pipeline.stages.plan import Budgets, compute_budgets
 from hermes_pipeline.summarizers.base import Summarizer, SummarizerFatalError
 from hermes_pipeline.tokens import TokenCounter
 
@@ -60,7 +67,7 @@ class Run:
     engine: ContextEngine
     summarizer: Summarizer
     caching: CachingPolicy           # the markers the engine adds (none in fit mode)
-    runner: object
+    runner: Runner
     resolved: Resolved
     input_specs: tuple[str, ...]
     inputs: Inputs
@@ -71,6 +78,7 @@ class Run:
     summarizer_prices: dict          # the summary calls' own model's
     cache_ttl: str                   # of the summarizer's cache marker: what its cache writes cost
     max_fallback_share: float | None   # more fallbacks than this share: exit 4 (an LLM summarizer's)
+    exam: ExamPlan | None = None     # exam.enabled: the judged exam after the run (run/exam_pass.py)
 
     @property
     def dry_run(self) -> bool:
@@ -89,13 +97,10 @@ def budgets_from_config(cfg: DictConfig) -> Budgets:
                            token_scale=float(cfg.model.token_scale), target_tokens=target)
 
 
-def plan_settings_from_config(cfg: DictConfig) -> Settings:
-    """The boundary planner's settings (engine/plan.py)."""
-    c = cfg.compression
-    return Settings(protect_first_n=int(c.protect_first_n), protect_last_n=int(c.protect_last_n),
-                    prune_min_chars=int(c.prune_min_chars), keep_images=int(c.keep_images),
-                    max_tool_arg_chars=int(c.max_tool_arg_chars), mode=str(c.mode),
-                    target_protect_last_n=int(c.target_protect_last_n))
+def plan_settings_from_config(cfg: DictConfig) -> CompressionConfig:
+    """The boundary planner's and the stages' settings: compression.* as the schema's dataclass (a worker's
+    config is a plain one: the schema is merged in again)."""
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(CompressionConfig), cfg.compression))
 
 
 def summary_model(cfg: DictConfig, model_name: str | None = None) -> DictConfig:
@@ -126,7 +131,8 @@ def replay_settings_from_config(cfg: DictConfig, caching: CachingPolicy | None =
         prices=Prices.of(model.prices), summary_prices=sp,
         context_length=int(model.context_length), threshold=float(c.threshold), target_ratio=float(c.target_ratio),
         protect_first_n=int(c.protect_first_n), protect_last_n=int(c.protect_last_n),
-        compression=bool(c.enabled), caching=caching.enabled, cache_ttl=str(caching.ttl),
+        compression=bool(c.enabled), hygiene_threshold=float(cfg.hygiene.threshold),
+        caching=caching.enabled, cache_ttl=str(caching.ttl),
         prefix_tokens=int(r.prefix_tokens), warm_prefix_tokens=int(r.warm_prefix_tokens),
         turn_gap_s=float(r.turn_gap_s), min_cache_tokens=int(model.min_cache_tokens),
         token_scale=float(model.token_scale), summary_tokens=int(r.summary_tokens),
@@ -160,8 +166,11 @@ def build_summarizer(cfg: DictConfig) -> Summarizer:
     summarizer = _instantiate(cfg.summarizer, "summarizer",
                               model_cfg=OmegaConf.to_container(cfg.model, resolve=True),
                               aux_cfg=OmegaConf.to_container(cfg.auxiliary.compression, resolve=True))
+    if not isinstance(summarizer, Summarizer):     # what the run reads of it is declared there
+        raise ConfigError(f"summarizer: {cfg.summarizer.get('_target_')} is not a summarizer: a summarizer subclasses "
+                          "hermes_pipeline.summarizers.base.Summarizer")
     if cfg.dry_run:     # the embedded summarizer writes; the configured one is only priced
-        model = summary_model(cfg, getattr(summarizer, "model", None))
+        model = summary_model(cfg, summarizer.model)
         pricing = Pricing(Prices.of(model.prices), float(model.token_scale), _batch_enabled(cfg))
         return dry_run_summarizer(summarizer, pricing, str(cfg.model.tokenizer))
     summarizer.check()   # a missing key or a wrong-provider model fails here, before any file is read
@@ -220,6 +229,27 @@ def caching_from_config(cfg: DictConfig) -> CachingPolicy:
     return markers_policy(cfg, rule_policy(cfg))
 
 
+def exam_plan(cfg: DictConfig, summarizer: Summarizer) -> ExamPlan | None:
+    """exam.*, checked: the exam needs a model's requests (an LLM summarizer's) and known baselines."""
+    e = cfg.exam
+    if not e.enabled:
+        return None
+    unknown = [b for b in e.baselines if b not in BASELINES]
+    if unknown:
+        raise ConfigError(f"exam.baselines: {', '.join(map(str, unknown))}: the baselines are {', '.join(BASELINES)}")
+    if summarizer.calls is None:
+        raise ConfigError(
+            f"exam.enabled=true needs a model to write, answer and grade the exam, and summarizer={summarizer.name} "
+            "calls none: use summarizer=anthropic (ANTHROPIC_API_KEY) or summarizer=openai (OPENAI_API_KEY; "
+            "auxiliary.compression.base_url=... for vLLM, Ollama, llama.cpp), or add "
+            "summarizer.batch.export_to=FILE to such a summarizer to answer its requests elsewhere")
+    if cfg.dry_run:
+        raise ConfigError("exam.enabled=true in a dry run: a dry run writes no transcripts, so there is nothing "
+                          "to examine (and it calls no model)")
+    return ExamPlan(sample=int(e.sample), questions=int(e.questions), baselines=tuple(dict.fromkeys(e.baselines)),
+                    input_format=str(cfg.input.format), output_format=str(cfg.output.format))
+
+
 def output_dir(cfg: DictConfig) -> Path | None:
     """The persistent output tree, if any; incremental runs need one."""
     folder = Path(str(cfg.output.dir)).expanduser() if cfg.output.dir else None
@@ -254,23 +284,39 @@ def build(cfg: DictConfig, run_dir: Path | None = None) -> Run:
     policy = rule_policy(cfg)
     markers = markers_policy(cfg, policy)
     summarizer = build_summarizer(cfg)
+    exam = exam_plan(cfg, summarizer)       # before anything starts: a config error stops nothing half built
     engine, resolved = build_engine(cfg, summarizer, markers, store_dir)
     runner = _instantiate(cfg.runner, "runner")
     # workers get the config resolved here: ${hydra:...} does not resolve inside them
     make_engine = partial(engine_in_worker, OmegaConf.to_container(cfg, resolve=True), str(store_dir))
-    runner.start(engine, make_engine, auto_concurrency=int(getattr(summarizer, "max_in_flight", 1) or 1))
-    run = Run(engine, summarizer, markers, runner, resolved, tuple(input_specs(cfg)), Inputs(), output,
-              run_options(cfg, resolved, replay_settings_from_config(cfg, policy)), bool(cfg.quiet),
-              dict(cfg.model.prices),
-              # the summary calls at their own model's prices (the summarizer knows which)
-              Prices.of(summary_model(cfg, getattr(summarizer, "model", None)).prices).to_dict(),
-              # a summarizer with no cache marker of its own (extractive, openai): the schema's default TTL
-              str(cfg.summarizer.get("cache_ttl") or AnthropicSummarizerConfig.cache_ttl),
-              getattr(summarizer, "max_fallback_share", None))
+    runner.start(engine, make_engine, auto_concurrency=summarizer.max_in_flight)
+    run = Run(
+        engine=engine, summarizer=summarizer, caching=markers, runner=runner, resolved=resolved,
+        input_specs=tuple(input_specs(cfg)), inputs=Inputs(), output=output,
+        options=run_options(cfg, resolved, replay_settings_from_config(cfg, policy)), quiet=bool(cfg.quiet),
+        prices=dict(cfg.model.prices),
+        # the summary calls at their own model's prices (the summarizer knows which)
+        summarizer_prices=Prices.of(summary_model(cfg, summarizer.model).prices).to_dict(),
+        # a summarizer with no cache marker of its own (extractive, openai): the schema's default TTL
+        cache_ttl=str(cfg.summarizer.get("cache_ttl") or AnthropicSummarizerConfig.cache_ttl),
+        max_fallback_share=summarizer.max_fallback_share,
+        exam=exam)
     try:
         found = find_inputs(list(run.input_specs), exclude=[p for p in (run_dir, output.dir) if p],
                             output_dir=output.dir)
+        if run.options.native.store == IN_PLACE and run.options.output_format in ("same", HermesStoreFormat.name):
+            refuse_unknown_stores(found.files)
     except BaseException:
         run.close()
         raise
     return replace(run, inputs=found)
+
+
+def refuse_unknown_stores(files: list) -> None:
+    """In place, a Hermes store of a layout this release does not know stops the run before anything is
+    read: nothing may be written into it (formats/hermes_store/layout.py)."""
+    for input_file in files:
+        if is_store(input_file.path):
+            refused = store_layout(input_file.path).refusal(input_file.path, in_place=True)
+            if refused:
+                raise ConfigError(refused)

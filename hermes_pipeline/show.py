@@ -11,7 +11,6 @@ used (the same bytes: it is deterministic).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -19,7 +18,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from hermes_pipeline.render import in_full, one_line, stdout_to_devnull, style_for, width_of
+from hermes_pipeline.config.command_line import UsageParser
+from hermes_pipeline.reports.render import in_full, one_line, stdout_to_devnull, style_for, width_of
+from hermes_pipeline.run.read_back import NotFound, conversation_after, conversation_before
 from hermes_pipeline.transcript import Conversation, is_summary_message
 
 KINDS = (("files_written", "files changed"), ("errors", "last errors"), ("user_turns", "user turns"),
@@ -30,8 +31,8 @@ class ShowError(Exception):
     """What cannot be shown, in words: exit 1."""
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hermes-pipeline-show", description="One conversation of a run, before "
+def _parser() -> UsageParser:
+    parser = UsageParser(prog="hermes-pipeline-show", description="One conversation of a run, before "
                                      "and after: the removed span marked, the summary, its quality row.")
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run folder (holding manifest.jsonl)")
     parser.add_argument("id", metavar="ID", help="a conversation id of its manifest, or a source FILE:LINE")
@@ -55,41 +56,16 @@ def find_row(run_dir: Path, name: str, source: str | None) -> tuple[dict, list[d
     return mine[0], mine[1:]
 
 
-def read_conversations(path: Path, fmt_name: str | None, layout: str | None = None, line: int | None = None):
-    """The conversations of a file, read as a run reads it (format detected on its first records)."""
-    from hermes_pipeline.formats import CONVERSATION, detect_format_in, get_format
-    from hermes_pipeline.jsonl import Record, read_records
-    items = list(read_records(str(path), 1 << 40))
-    values = [i.value for i in items[:64] if isinstance(i, Record)]
-    fmt = get_format(fmt_name) if fmt_name not in (None, "auto") else None
-    found = (fmt, next(filter(None, map(fmt.detect, values)), None) or CONVERSATION) if fmt else \
-        detect_format_in(values)
-    if found is None:
-        raise ShowError(f"{path}: no transcript format recognised")
-    fmt, detected = found
-    layout = layout or detected
-    if line is not None and layout == CONVERSATION:    # one conversation per line: only its line
-        items = [i for i in items if i.line_no == line]
-    return [c for c in fmt.read(iter(items), str(path), layout) if isinstance(c, Conversation)]
-
-
 def before(row: dict, cfg) -> Conversation:
-    from hermes_pipeline.repair import repair_tool_pairing
-    path, line = row["source"].rsplit(":", 1)
-    if not Path(path).is_file():
-        raise ShowError(f"the input {path} is gone (or this command runs from another folder than the run)")
-    found = [c for c in read_conversations(Path(path), str(cfg.input.format), line=int(line))
-             if c.source == row["source"]]
-    if not found:
-        raise ShowError(f"{row['source']}: no conversation there now (the input changed since the run?)")
-    return repair_tool_pairing(found[0])       # as the engine saw it: the positions of removed_span
+    try:
+        return conversation_before(row["source"], str(cfg.input.format))
+    except NotFound as error:
+        raise ShowError(str(error)) from None
 
 
 def after(row: dict, cfg, run_dir: Path, conversation: Conversation) -> tuple[list[dict], str]:
     """The compacted messages and where they come from."""
-    from hermes_pipeline.formats import get_format
-    from hermes_pipeline.inputs import resolve_inputs
-    from hermes_pipeline.runners.work_stream import output_format
+    from hermes_pipeline.inputs.find import resolve_inputs
     if OmegaConf.select(cfg, "dry_run", default=False):
         return _compacted_again(cfg, conversation), "computed again: a dry run writes no transcripts"
     source = Path(row["source"].rsplit(":", 1)[0]).resolve()
@@ -98,15 +74,10 @@ def after(row: dict, cfg, run_dir: Path, conversation: Conversation) -> tuple[li
     out_path = root / relative if relative is not None else None
     if out_path is None or not out_path.is_file():
         raise ShowError(f"the output of {row['source']} is not at {out_path or root} any more")
-    fmt, layout = output_format(get_format(conversation.format), conversation.layout, str(cfg.output.format))
-    same_id = [c for c in read_conversations(out_path, fmt.name, layout) if c.id == conversation.id]
-    nth = 0
-    if len(same_id) > 1:        # the output keeps the input's order: the same place among those of its id
-        before_it = [c for c in read_conversations(source, str(cfg.input.format)) if c.id == conversation.id]
-        nth = next((k for k, c in enumerate(before_it) if c.source == row["source"]), 0)
-    if nth >= len(same_id):
-        raise ShowError(f"{out_path} has no conversation {conversation.id!r} (written by a later run?)")
-    return same_id[nth].messages, str(out_path)
+    try:
+        return conversation_after(conversation, out_path, str(cfg.output.format), str(cfg.input.format)), str(out_path)
+    except NotFound as error:
+        raise ShowError(str(error)) from None
 
 
 def _compacted_again(cfg, conversation: Conversation) -> list[dict]:

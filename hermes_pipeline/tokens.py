@@ -22,13 +22,13 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable
 
-from hermes_pipeline.jsonl import dumps
+from hermes_pipeline.inputs.jsonl import dumps
 from hermes_pipeline.transcript import tool_calls
 
 log = logging.getLogger(__name__)
 
 MESSAGE_OVERHEAD = 4        # role separators a chat template adds per message
-IMAGE_TOKENS = 1600         # fixed cost charged for one image (REFERENCE §10)
+IMAGE_TOKENS = 1600         # fixed cost charged for one image
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 # Encodings bpe-openai counts identically to tiktoken (checked on every text
@@ -323,7 +323,7 @@ def message_token_ceiling(message: dict) -> int:
 # -- rough estimate (session hygiene) -------------------------------------------
 
 def rough_tokens(text: str) -> int:
-    """About 4 characters a token, CJK characters about 1 each (REFERENCE §17)."""
+    """About 4 characters a token, CJK characters about 1 each."""
     cjk = 0 if text.isascii() else len(_CJK.findall(text))   # isascii: O(1), and no regex pass
     return cjk + (len(text) - cjk + 3) // 4
 

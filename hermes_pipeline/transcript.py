@@ -34,8 +34,11 @@ class Conversation:
     raw_records: list | None = None
     # one conversation per file: the input line each message starts on (None: the line in `source`)
     message_lines: list[int] | None = None
-    # one conversation per line: the line's bytes, when on one line (an unchanged conversation is written as it)
+    # one conversation per line (or JSON document element): its bytes as read (an unchanged conversation is
+    # written as them)
     raw_line: bytes | None = None
+    # one conversation per file: the bytes of each record it was read from (an unchanged one is written as them)
+    records_as_read: list[bytes] | None = None
     # what a native writer needs to write it back in its agent's own format (formats/native.py NativeLog)
     native: Any = None
 
@@ -88,7 +91,7 @@ def visible_role(message: dict) -> str | None:
     """The role a chat template shows, or None for rows it skips.
 
     Tool rows and assistant rows that only carry tool calls don't count when
-    checking that user and assistant turns alternate (REFERENCE §3).
+    checking that user and assistant turns alternate.
     """
     r = role(message)
     if r == "tool":
@@ -96,6 +99,31 @@ def visible_role(message: dict) -> str | None:
     if r == "assistant" and tool_calls(message) and not message_text(message).strip():
         return None
     return r
+
+
+# A command the user ran, and its output, in a user turn: pi's `!cmd` (bashExecution: "Ran `cmd`", the output
+# fenced), Claude Code's bash mode (<bash-input>, <bash-stdout>, <bash-stderr>). Its output is output, as a
+# tool's is: pruned and shortened like one; what the user typed (the command) is theirs.
+_PI_COMMAND = re.compile(r"\A(Ran `[^\n]*`\n```\n)(.*)(\n```(?:\n\n.*)?)\Z", re.S)
+_BASH_MODE = re.compile(r"\A(\s*(?:<bash-input>.*?</bash-input>\s*)?<bash-stdout>)(.*?)(</bash-stdout>\s*"
+                        r"(?:<bash-stderr>.*?</bash-stderr>\s*)?)\Z", re.S)
+
+
+def command_run(message: dict) -> tuple[str, str, str] | None:
+    """(the command's framing before its output, the output, the framing after it) of a user message that is
+    a command the user ran; None for any other message."""
+    if message.get("role") != "user":
+        return None
+    text = message_text(message)
+    found = (_PI_COMMAND.match(text) if text.startswith("Ran `") else
+             _BASH_MODE.match(text) if "<bash-stdout>" in text else None)
+    return found.groups() if found else None
+
+
+def with_command_output(message: dict, output: str) -> dict:
+    """A command run (command_run) with another output: the command and its framing as they were."""
+    before, _, after = command_run(message)
+    return {**message, "content": before + output + after}
 
 
 # An earlier compaction summary: ours and Claude Code's or pi's as read ("[CONTEXT COMPACTION]"), the Hermes
@@ -128,7 +156,7 @@ class Turn:
     """One message and the tool rows right after it, results paired with its calls.
 
     Results pair with the calls of the assistant message just before their run
-    of tool rows, by position: ids are not unique in real data (REFERENCE §4).
+    of tool rows, by position: ids are not unique in real data.
     """
     index: int                      # position of `message` (of the first row when message is None)
     message: dict | None            # None: tool rows with no message before them

@@ -44,9 +44,14 @@ def canonical_path(path: str) -> str:
 _NOT_A_PATH = re.compile(r"[()<>|;&={}\[\]$`\"']|^\d*>|^-|^[sy]([/|#,:]).*\1|^[sy]/[^.]*$|\.\.\.")
 
 
+# a path under a variable (`${ANALYSIS_WORKDIR}/work/fit.py`, `$HOME/x`) is a path: its variable is its root
+_VARIABLE_ROOT = re.compile(r"^\$(?:\{[A-Za-z_]\w*\}|[A-Za-z_]\w*)(?=/)")
+
+
 def _checkable(path: str) -> bool:
     """A bare word (`build`) can't be told apart from prose, so it is no probe; nor is what only looks like
     a path because it holds a slash or a dot."""
+    path = _VARIABLE_ROOT.sub("/VAR", path)
     if re.match(r"^[A-Za-z][\w+.-]*:", path):
         return False   # a URI or a tool's own address (agent:/x, http://), not a file
     if _NOT_A_PATH.search(path):
@@ -220,7 +225,9 @@ def shell_file_actions(command: str) -> list[tuple[str, str]]:
             found += [(p, "edited") for p in (plain if scripted else plain[1:])]
         elif program in ("tee", "touch"):
             found += [(p, "written") for p in plain]
-    return [(canonical_path(p), a) for p, a in found if _checkable(canonical_path(p)) and not p.startswith("$")]
+    # a loop's `$f` is no file; `$WORK/x.py`, under a variable, is one
+    return [(canonical_path(p), a) for p, a in found if _checkable(canonical_path(p))
+            and (not p.startswith("$") or _VARIABLE_ROOT.match(p))]
 
 
 # -- tool calls ----------------------------------------------------------------------------

@@ -4,8 +4,8 @@ On a re-compaction the earlier summary is part of the removed middle. The files
 it lists as changed and the errors it quotes are as much the middle's artifact
 trail as the messages after it, so they become probes too (probes.py) and the
 embedded summarizer writes them again from those probes instead of copying the
-old lines. Only our own layout is read (the lines extractive.py and artifact_trail.py
-write); another tool's summary is carried as text.
+old lines. Only our own layout is read (the lines summarizers/embedded/ and
+summarizers/llm/artifact_trail.py write); another tool's summary is carried as text.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ _COMPACT = re.compile(r"^- (Created/written|Edited|Moved away|Deleted): (.+)$")
 _COMPACT_ACTION = {"Created/written": "written", "Edited": "edited", "Moved away": "moved", "Deleted": "deleted"}
 _READ = re.compile(r"^- (?:(\S(?:.*?\S)?) \(read\)|Read: (.+))$")
 _ERROR = re.compile(r"^- (Still failing|Error, fixed later) \(([^)]*)\): (.+?)(?: \(\+\d+ alike\))?$")
-_TRAIL_ERROR = re.compile(r"^- Error \((still failing|fixed later)\): (.+)$")     # artifact_trail.py's lines
+_TRAIL_ERROR = re.compile(r"^- Error \((still failing|fixed later)\): (.+)$")     # summarizers/llm/artifact_trail.py's lines
 FILE_SECTIONS = ("## Relevant Files", "## Artifact Trail")
 
 

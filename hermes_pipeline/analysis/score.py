@@ -9,6 +9,8 @@ counts it apart, it does not count as a perfect 1.0.
 """
 from __future__ import annotations
 
+import re
+
 from hermes_pipeline.analysis.artifacts import call_arguments, is_plain_path, path_suffixes, path_tokens, string_leaves
 from hermes_pipeline.analysis.probes import ErrorProbe, Probes
 from hermes_pipeline.analysis.tool_output import normalize, use_tokens
@@ -50,9 +52,9 @@ class Haystack:
         """The whitespace-delimited stretches of text around each occurrence of `needle`."""
         text, start = self.text, 0
         while needle and (i := text.find(needle, start)) >= 0:
-            left = max(text.rfind(c, 0, i) for c in _SPACE) + 1
-            ends = [j for j in (text.find(c, i + len(needle)) for c in _SPACE) if j >= 0]
-            right = min(ends, default=len(text))
+            left = _last_space_before(text, i) + 1
+            space = _SPACE_CHAR.search(text, i + len(needle))
+            right = space.start() if space else len(text)
             yield text[left:right]
             start = right
 
@@ -84,6 +86,21 @@ class Haystack:
             if tail in paths and not any(q == tail or q.endswith("/" + tail) for q in others):
                 return True
         return False
+
+
+_SPACE_CHAR = re.compile("[" + _SPACE + "]")
+
+
+def _last_space_before(text: str, end: int) -> int:
+    """Where the last of _SPACE before `end` is (-1: none), looked for in growing windows back from `end`:
+    a chunk is short, and a whitespace character the text lacks would send rfind back to its start each time."""
+    low, width = end, 256
+    while low > 0:
+        low, width = max(0, low - width), width * 4
+        found = max(text.rfind(c, low, end) for c in _SPACE)
+        if found >= 0:
+            return found
+    return -1
 
 
 def _occurrences(text: str, needle: str):

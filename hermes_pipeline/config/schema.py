@@ -10,7 +10,8 @@ target's schema below (TARGET_SCHEMAS).
 """
 from __future__ import annotations
 
-from dataclasses import MISSING as NO_DEFAULT, asdict, dataclass, field, fields
+from dataclasses import MISSING as NO_DEFAULT
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING, OmegaConf
@@ -193,6 +194,19 @@ class ReplayConfig:
 
 
 @dataclass
+class ExamConfig:
+    enabled: bool = opt(False, "judge the compaction with the summarizer's model: it writes questions from each "
+                               "examined conversation as read, answers them from the compacted one alone, and "
+                               "grades the answers 0-5 (needs summarizer=anthropic or openai; its requests go as "
+                               "the summaries' do, batches and files included)")
+    sample: int = opt(10, "conversations examined (0: every compacted one), chosen by a hash of their id and "
+                          "source: the same ones in every run of the same input", minimum=0)
+    questions: int = opt(12, "questions per examined conversation", minimum=1)
+    baselines: List[str] = opt([], "the same questions also answered from: head_tail (the compacted conversation "
+                                   "without its summary), full (the conversation uncompacted)")
+
+
+@dataclass
 class HermesConfig:
     """The composed run configuration (conf/config.yaml on top of this)."""
     input: InputConfig = group(InputConfig, "what to read")
@@ -207,8 +221,10 @@ class HermesConfig:
     context: ContextConfig = group(ContextConfig, "the context engine (set by engine=NAME)")
     plugins: PluginsConfig = group(PluginsConfig, "plugin search path", output=False)
     replay: ReplayConfig = group(ReplayConfig, "the live agent's bill per conversation "
-                                               "(hermes_pipeline/replay_bill.py)", output=False)
+                                               "(hermes_pipeline/cost/replay.py)", output=False)
     lcm: LCMConfig = group(LCMConfig, "the lossless engine (engine=lcm reads these as its context.options)")
+    exam: ExamConfig = group(ExamConfig, "the judged exam of a sample of the compacted conversations "
+                                         "(hermes_pipeline/exam/)", output=False)
     progress: str = opt("auto", "auto (bar on a terminal, log lines otherwise) | bar | log | none",
                         choices=("auto", "bar", "log", "none"), output=False)
     quiet: bool = opt(False, "print nothing but errors (no results table)", output=False)
@@ -266,6 +282,11 @@ class BatchConfig:
                         minimum=0.01)
     max_wait_h: float = opt(24.0, "a batch not finished after this many hours is canceled; what it did not "
                                   "deliver goes as plain calls", minimum=0.0)
+    export_to: Optional[str] = opt(None, "write the requests no answer is known for (summaries, the exam) to this "
+                                         "file as the provider's batch input JSONL, instead of sending them, and "
+                                         "stop (exit 3): any model can answer them, anywhere")
+    import_from: List[str] = opt([], "results JSONL files (the provider's batch output format) whose answers are "
+                                     "used first: a run finished by a model elsewhere, replayed the same")
 
 
 @dataclass
@@ -331,11 +352,11 @@ class DaskRunnerConfig:
 # `_target_` of a group option -> the schema of its options (plugins are not listed here:
 # instantiate() checks their keyword arguments).
 TARGET_SCHEMAS: dict[str, type] = {
-    "hermes_pipeline.summarizers.extractive.ExtractiveSummarizer": ExtractiveSummarizerConfig,
-    "hermes_pipeline.summarizers.anthropic.AnthropicSummarizer": AnthropicSummarizerConfig,
-    "hermes_pipeline.summarizers.openai.OpenAISummarizer": OpenAISummarizerConfig,
-    "hermes_pipeline.runners.local.LocalRunner": LocalRunnerConfig,
-    "hermes_pipeline.runners.dask.DaskRunner": DaskRunnerConfig,
+    "hermes_pipeline.summarizers.embedded.summarizer.ExtractiveSummarizer": ExtractiveSummarizerConfig,
+    "hermes_pipeline.summarizers.llm.anthropic.AnthropicSummarizer": AnthropicSummarizerConfig,
+    "hermes_pipeline.summarizers.llm.openai.OpenAISummarizer": OpenAISummarizerConfig,
+    "hermes_pipeline.run.runners.local.LocalRunner": LocalRunnerConfig,
+    "hermes_pipeline.run.runners.dask.DaskRunner": DaskRunnerConfig,
 }
 
 

@@ -1,4 +1,4 @@
-"""The pluggable context engine (SPEC §1): the only thing the run loop calls.
+"""The pluggable context engine: the only thing the run loop calls.
 
 An engine is built by a factory `factory(services, **options)` (a class is
 one): `services` are what every engine may use (budgets, summarizer, token
@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_pipeline.engine.plan import Budgets, Settings
+from hermes_pipeline.config.schema import CompressionConfig
+from hermes_pipeline.stages.base import StageTools
+from hermes_pipeline.stages.plan import Budgets
 from hermes_pipeline.summarizers.base import SummaryResult
 from hermes_pipeline.transcript import Conversation
 
@@ -45,18 +47,10 @@ class Compaction:
 
 
 @dataclass(frozen=True)
-class StageTools:
-    """Shared components a stage may need; built once per run and given to each stage as it is built."""
-    summarizer: Any = None
-    counter: Any = None
-    caching: Any = None              # CachingPolicy, or None when caching is off
-
-
-@dataclass(frozen=True)
 class EngineServices:
     """What every engine is built with, whatever its own options."""
     budgets: Budgets
-    settings: Settings
+    settings: CompressionConfig      # compression.*
     tools: StageTools
     stages: tuple = ()               # the configured stage chain (pipeline.stages)
     enabled: bool = True             # compression.enabled

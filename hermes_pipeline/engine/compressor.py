@@ -1,4 +1,4 @@
-"""The built-in lossy engine: decide, plan once, run the stage chain (SPEC §2, §4)."""
+"""The built-in lossy engine: decide, plan once, run the stage chain."""
 from __future__ import annotations
 
 import time
@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 from hermes_pipeline.analysis.conversation import ConversationAnalysis
 from hermes_pipeline.config import ConfigError
 from hermes_pipeline.engine.base import Compaction, ContextEngine, EngineServices, Outcome
-from hermes_pipeline.engine.hygiene import hygiene_fires
-from hermes_pipeline.engine.plan import Plan
+from hermes_pipeline.engine.safety_net import hygiene_fires
 from hermes_pipeline.stages.base import SUMMARY, Draft
 from hermes_pipeline.stages.chain import StageChain
+from hermes_pipeline.stages.plan import Plan
 from hermes_pipeline.transcript import Conversation, is_summary_message
 from hermes_pipeline.usage import prompt_tokens
 

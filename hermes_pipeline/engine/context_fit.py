@@ -1,6 +1,6 @@
 """Every output fits the context, or says why not (issue 19).
 
-The measure, as the README states it: the exact cl100k count of the written
+The measure, as docs/compaction.md states it: the exact cl100k count of the written
 conversation, times `model.token_scale` (the model's own tokens per cl100k
 token), is at most `hygiene.threshold` x `model.context_length`, the share at
 which the safety net would compact it again on the next turn.
@@ -25,12 +25,19 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from hermes_pipeline.engine.plan import Plan, align_to_group_start, find_head_end, make_plan
 from hermes_pipeline.stages.assemble import summary_message
+from hermes_pipeline.stages.plan import Plan, align_to_group_start, find_head_end, make_plan
 from hermes_pipeline.stages.prune import (
-    TAIL_KEPT_VERBATIM, cleared_tool_output, demoted_in_tail, fit_pruned, prune_message, shortened_tool_output,
+    TAIL_KEPT_VERBATIM,
+    cleared_tool_output,
+    demoted_in_tail,
+    fit_pruned,
+    is_output,
+    output_text,
+    prune_message,
+    shortened_tool_output,
 )
-from hermes_pipeline.transcript import COMPACTION_NOTE, is_tool_result, message_text, role, visible_role
+from hermes_pipeline.transcript import COMPACTION_NOTE, command_run, is_tool_result, role, visible_role
 
 MIN_SHORTENED_TOKENS = 200   # a shortened tool output keeps at least about this many tokens
 MIN_SUMMARY_TOKENS = 200     # a cut summary budget never goes below this
@@ -62,7 +69,9 @@ def last_exchange(messages: list[dict]) -> set[int]:
 
 
 def latest_user_index(messages: list[dict]) -> int | None:
-    return next((i for i in range(len(messages) - 1, -1, -1) if visible_role(messages[i]) == "user"), None)
+    """The latest message the user wrote (a command the user ran is output, not the user's words)."""
+    return next((i for i in range(len(messages) - 1, -1, -1)
+                 if visible_role(messages[i]) == "user" and command_run(messages[i]) is None), None)
 
 
 def pruned_message(message: dict, plan: Plan) -> dict:
@@ -209,7 +218,7 @@ class Fitter:
             candidates = sorted(
                 ((self.tokens_of(replace(plan, shorten=tuple(shorten.items())), i, demoted), i)
                  for i in self.kept(plan)
-                 if is_tool_result(plan.original[i]) and i not in plan.pruned and i not in demoted),
+                 if is_output(plan.original[i]) and i not in plan.pruned and i not in demoted),
                 reverse=True)
             for tokens, i in candidates:
                 if predicted <= budget:
@@ -217,7 +226,7 @@ class Fitter:
                 if tokens <= MIN_SHORTENED_TOKENS * 1.1:
                     break           # largest first: the rest are small too
                 goal = max(tokens - (predicted - budget), MIN_SHORTENED_TOKENS)
-                text_length = len(message_text(plan.original[i]))
+                text_length = len(output_text(plan.original[i]))
                 current = shorten.get(i, text_length)
                 shorten[i] = max(int(current * goal / tokens), 1)
                 predicted = self.predict(replace(plan, shorten=tuple(sorted(shorten.items()))))

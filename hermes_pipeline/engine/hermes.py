@@ -22,13 +22,14 @@ from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any, Callable
 
+from hermes_pipeline.analysis.probes import extract_probes
+from hermes_pipeline.analysis.redact import redact_summary, strip_think
+from hermes_pipeline.analysis.secret_scan import SecretScan
 from hermes_pipeline.config import ConfigError
 from hermes_pipeline.engine.base import ContextEngine, EngineServices
 from hermes_pipeline.engine.hermes_abi import INSTALL, HermesEngine
 from hermes_pipeline.engine.hermes_summary import summary_answer
-from hermes_pipeline.analysis.probes import extract_probes
 from hermes_pipeline.summarizers.base import SummarizerFatalError, SummaryRequest, SummaryResult
-from hermes_pipeline.summarizers.redact import redact_deep, redact_summary, strip_think
 
 NAME = "hermes"
 # The compressor whose summary request is being answered, and the turns it summarizes (per thread).
@@ -60,7 +61,8 @@ def _request_of(engine: Any, turns: list[dict]) -> SummaryRequest:
         head, middle = original[:start], original[start:end]
         probes = extract_probes(original, range(start, end), max_errors=None)
     # read redacted, as the summarize stage gives them: no name gathered from them is a piece of a secret
-    head, middle = [redact_deep(m) for m in head], [redact_deep(m) for m in middle]
+    secrets = SecretScan(head + middle)
+    head, middle = [secrets.clean(m) for m in head], [secrets.clean(m) for m in middle]
     return SummaryRequest(conversation_id=engine.conversation_id, middle=middle,
                           budget_tokens=engine._compute_summary_budget(turns), context_length=engine.context_length,
                           previous_summary=engine._previous_summary, head=head, probes=probes)

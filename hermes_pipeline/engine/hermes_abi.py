@@ -1,4 +1,4 @@
-"""Engines written for the Hermes agent, run unmodified (SPEC §1).
+"""Engines written for the Hermes agent, run unmodified.
 
 Hermes' own ABC (`agent.context_engine.ContextEngine`, in hermes-agent) works on
 an OpenAI message list: `compress(messages) -> messages`,
@@ -25,11 +25,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
-from hermes_pipeline.engine.base import Compaction, ContextEngine, EngineServices, Outcome
-from hermes_pipeline.engine.hygiene import hygiene_fires
-from hermes_pipeline.formats.base import bad_content_reason
 from hermes_pipeline.analysis.probes import extract_probes
 from hermes_pipeline.analysis.text_memo import TextMemo
+from hermes_pipeline.engine.base import Compaction, ContextEngine, EngineServices, Outcome
+from hermes_pipeline.engine.safety_net import hygiene_fires
+from hermes_pipeline.formats.base import bad_content_reason
 from hermes_pipeline.stages.score import rate
 from hermes_pipeline.summarizers.base import SummaryResult
 from hermes_pipeline.transcript import Conversation, message_text, pairing_problems

@@ -19,13 +19,13 @@ import logging
 import os
 import threading
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
-
+from hermes_pipeline.analysis.redact import REDACTED, redact_secrets
 from hermes_pipeline.summarizers.base import Summarizer, SummarizerFatalError, SummaryRequest, SummaryResult
-from hermes_pipeline.summarizers.request_cache import request_key
-from hermes_pipeline.summarizers.llm_calls import Tally
-from hermes_pipeline.summarizers.llm_errors import BadReply, CircuitOpen, classify, describe, retry_after
-from hermes_pipeline.summarizers.redact import REDACTED, redact_secrets
+from hermes_pipeline.summarizers.llm.breaker import CircuitBreaker, endpoint_down
+from hermes_pipeline.summarizers.llm.calls import Tally
+from hermes_pipeline.summarizers.llm.errors import BadReply, CircuitOpen, classify, describe
+from hermes_pipeline.summarizers.llm.request_cache import request_key
+from hermes_pipeline.summarizers.llm.retries import retrying, waits
 from hermes_pipeline.usage import reported
 
 log = logging.getLogger(__name__)
@@ -51,11 +51,11 @@ class EndpointAnswer:
         self.key_env, self.timeout, self.attempts = s.key_env, s.timeout, s.attempts
         self.max_output_tokens, self.max_retry_after = s.max_output_tokens, s.max_retry_after
         self.stop_on_auth_error, self.cache = summarizer.model_summaries.stop_on_auth_error, s.cache
-        self.breaker_limit = s.breaker_limit
-        self._backoff = wait_exponential_jitter(initial=s.initial_backoff, max=s.max_backoff, jitter=s.initial_backoff)
+        # requests that found the endpoint down, in a row: at the limit, no more
+        self.breaker = CircuitBreaker(s.breaker.limit, self.label)
+        self._wait = waits(s.initial_backoff, s.max_backoff, s.max_retry_after)
         self._lock = threading.Lock()
         self._client = None
-        self._down_in_a_row = 0     # requests that found the endpoint down, in a row: at the limit, no more
         self.fallback = summarizer    # an LLMSummarizer: it falls back (summarizers/fallback.py)
 
     def _sdk(self):
@@ -83,25 +83,15 @@ class EndpointAnswer:
         key = os.environ.get(self.key_env)
         return redact_secrets(text.replace(key, REDACTED) if key and len(key) >= 4 else text)[:400]
 
-    def _endpoint_down(self, error: BaseException) -> bool:
-        """No answer, a 5xx, or a wrong path or model (404/405): every later request would fail too."""
-        status = getattr(error, "status_code", 0) or 0
-        return isinstance(error, self._sdk().APIConnectionError) or status >= 500 or status in (404, 405)
-
     def _attempt(self, prompt: list[dict], tally: Tally) -> str:
-        if self._down_in_a_row >= self.breaker_limit:
-            raise CircuitOpen(f"{self.label}: circuit open after {self._down_in_a_row} failed requests in a row; "
-                              "the endpoint is not called again in this run")
+        self.breaker.refuse_when_open()
         try:
             text = self._send(prompt, tally)
         except Exception as error:
-            if self._endpoint_down(error):
-                self._down_in_a_row += 1
-                if self._down_in_a_row == self.breaker_limit:
-                    log.error("%s: %d failed requests in a row (%s); the endpoint is not called again in this run",
-                              self.label, self._down_in_a_row, self._describe(error))
+            if endpoint_down(error, isinstance(error, self._sdk().APIConnectionError)):
+                self.breaker.failed("failed requests", self._describe(error))
             raise
-        self._down_in_a_row = 0
+        self.breaker.succeeded()
         return text
 
     def _send(self, prompt: list[dict], tally: Tally) -> str:
@@ -118,10 +108,6 @@ class EndpointAnswer:
             raise BadReply("empty reply")
         return text
 
-    def _wait(self, state) -> float:
-        asked = retry_after(state.outcome.exception())
-        return min(asked, self.max_retry_after) if asked is not None else self._backoff(state)
-
     def _complete(self, prompt: list[dict], tally: Tally) -> tuple[str, bool]:
         key = request_key(f"hermes-prompt:{self.provider}@{self.base_url or 'default'}", self.model, prompt)
         hit = self.cache.get(key)
@@ -130,9 +116,8 @@ class EndpointAnswer:
 
         def count_retry(state):
             tally.retries += 1
-        for attempt in Retrying(stop=stop_after_attempt(self.attempts), wait=self._wait, reraise=True,
-                                retry=retry_if_exception(lambda e: self._kind(e) == "retry"),
-                                before_sleep=count_retry):
+        for attempt in retrying(self.attempts, self._wait, lambda e: self._kind(e) == "retry", count_retry,
+                                asynchronous=False):
             with attempt:
                 text = self._attempt(prompt, tally)
         self.cache.put(key, {"text": text})
@@ -158,6 +143,6 @@ class EndpointAnswer:
 
 
 def summary_answer(summarizer: Summarizer) -> SummarizerAnswer | EndpointAnswer:
-    if getattr(getattr(summarizer, "calls", None), "provider", None) in LLM_PROVIDERS:
+    if getattr(summarizer.calls, "provider", None) in LLM_PROVIDERS:
         return EndpointAnswer(summarizer)
     return SummarizerAnswer(summarizer)

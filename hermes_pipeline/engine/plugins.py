@@ -1,4 +1,4 @@
-"""Which engine `context.engine` names (SPEC §1); plugins are never activated on their own.
+"""Which engine `context.engine` names; plugins are never activated on their own.
 
 Resolution order:
   1. `plugins/context_engine/<name>/__init__.py` under the working directory, then
@@ -18,25 +18,29 @@ is run through engine/hermes_abi.py; `engine=hermes` is Hermes' own compressor
 """
 from __future__ import annotations
 
-import difflib
 import importlib.util
 import inspect
 import logging
 import re
 import sys
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Callable
 
 from hermes_pipeline.config import ConfigError
 from hermes_pipeline.engine.base import ContextEngine
 from hermes_pipeline.engine.compressor import ContextCompressor
-from hermes_pipeline.engine.hermes import hermes_compressor
-from hermes_pipeline.engine.hermes_abi import INSTALL, hermes_factory, written_for_hermes
 
 log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "hermes_pipeline.context_engines"
+
+
+def hermes_compressor(services, **options) -> ContextEngine:
+    """engine=hermes (engine/hermes.py), imported when it is chosen: it brings tenacity and the Hermes shims."""
+    from hermes_pipeline.engine.hermes import hermes_compressor as make
+    return make(services, **options)
+
+
 BUILT_IN = {"compressor": ContextCompressor, "hermes": hermes_compressor}
 _REGISTRY: dict[str, Callable[..., ContextEngine]] = {}
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$")
@@ -76,6 +80,7 @@ class _PluginContext:
     def register_context_engine(self, name=None, factory: Callable[..., ContextEngine] | None = None,
                                 engine=None) -> None:
         if factory is None:      # Hermes' call: one engine instance
+            from hermes_pipeline.engine.hermes_abi import written_for_hermes
             engine = name if engine is None else engine
             if not written_for_hermes(engine):
                 raise ConfigError(f"plugin {self.folder}: register_context_engine(engine) takes an instance of "
@@ -114,6 +119,7 @@ def _defined_in(cls: type, module_name: str) -> bool:
 
 
 def _load_directory_plugin(folder: Path, name: str) -> Callable[..., ContextEngine]:
+    from hermes_pipeline.engine.hermes_abi import INSTALL, hermes_factory, written_for_hermes
     module_name = f"hermes_pipeline_plugin_{name.replace('-', '_')}"
     spec = importlib.util.spec_from_file_location(module_name, folder / "__init__.py",
                                                   submodule_search_locations=[str(folder)])
@@ -156,6 +162,8 @@ def resolve_engine(name: str, search_dirs: list[Path]) -> Resolved:
     check_name(name)
     if name in BUILT_IN:
         return Resolved(BUILT_IN[name], name, "built-in")
+    import difflib
+    from importlib.metadata import entry_points  # ~5 ms: only when a plugin is asked for
     for root in search_dirs:
         folder = _plugin_folder(Path(root), name)
         if folder is not None:

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections import Counter
 
 from hermes_pipeline.engine.context_fit import Fitting
-from hermes_pipeline.engine.plan import Plan, align_to_group_start, find_head_end, previous_summary_text
 from hermes_pipeline.stages.assemble import summary_message
+from hermes_pipeline.stages.plan import Plan, align_to_group_start, find_head_end, previous_summary_text
 from hermes_pipeline.transcript import is_summary_message, is_tool_result, role
 
 UNDER_TARGET = "under the target"

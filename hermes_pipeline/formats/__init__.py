@@ -13,11 +13,11 @@ from typing import Any, Iterable
 
 from hermes_pipeline.formats.anthropic import AnthropicFormat
 from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat
-from hermes_pipeline.formats.claude_code import ClaudeCodeFormat
-from hermes_pipeline.formats.codex import CodexFormat
+from hermes_pipeline.formats.claude_code.reader import ClaudeCodeFormat
+from hermes_pipeline.formats.codex.reader import CodexFormat
 from hermes_pipeline.formats.hermes_store import HermesStoreFormat
 from hermes_pipeline.formats.openai import OpenAIFormat
-from hermes_pipeline.formats.pi import PiFormat
+from hermes_pipeline.formats.pi.reader import PiFormat
 from hermes_pipeline.formats.sharegpt import ShareGPTFormat
 
 FORMATS: dict[str, TranscriptFormat] = {}

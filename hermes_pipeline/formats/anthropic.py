@@ -14,13 +14,28 @@ import json
 from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.base import (
-    CONVERSATION, MESSAGE, TranscriptFormat, checked, file_conversation_id, read_each, record_id,
+    CONVERSATION,
+    MESSAGE,
+    TranscriptFormat,
+    bytes_as_read,
+    checked,
+    file_conversation_id,
+    read_each,
+    record_id,
 )
 from hermes_pipeline.formats.roundtrip import (
-    Group, carried_record, clone, fingerprint, kept_if_unchanged, original_of, private, regroup, source_fields,
+    Group,
+    carried_record,
+    clone,
+    fingerprint,
+    kept_if_unchanged,
+    original_of,
+    private,
+    regroup,
+    source_fields,
     tag,
 )
-from hermes_pipeline.jsonl import Record, Rejected
+from hermes_pipeline.inputs.jsonl import Record, Rejected
 from hermes_pipeline.transcript import Conversation, tool_calls
 from hermes_pipeline.usage import last_context_tokens
 
@@ -346,7 +361,7 @@ class AnthropicFormat(TranscriptFormat):
         ))
 
     def _read_messages(self, items, path) -> Iterator[Conversation | Rejected]:
-        originals, messages, notes, first_source, lines = [], [], [], None, []
+        originals, messages, notes, first_source, lines, records = [], [], [], None, [], []
         for item in checked(items, lambda value: message_problem(value, "record")):
             if isinstance(item, Rejected):
                 yield item
@@ -356,13 +371,14 @@ class AnthropicFormat(TranscriptFormat):
             messages.extend(pieces)
             lines.extend([item.line_no] * len(pieces))
             originals.append(item.value)
+            records.append(item)
             notes.extend(item.repairs)
         if originals:
             yield Conversation(
                 id=file_conversation_id(path), messages=messages, source=first_source, format=self.name,
                 layout=MESSAGE, record=None, recorded_prompt_tokens=_recorded_tokens({}, originals), notes=notes,
                 stats={"records": len(originals)},     # input lines this conversation was read from
-                raw_records=originals, message_lines=lines,
+                raw_records=originals, message_lines=lines, records_as_read=bytes_as_read(records),
             )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:

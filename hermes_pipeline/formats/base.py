@@ -2,21 +2,39 @@
 
 A format turns a file's parsed records into `Conversation`s (OpenAI chat
 messages inside) and a `Conversation` back into records. Parse errors never
-reach a format: `io.read_records` turns them into `Rejected` items first, and
+reach a format: `inputs.jsonl.read_records` turns them into `Rejected` items first, and
 a format passes them on untouched.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from hermes_pipeline.jsonl import Record, Rejected, reject
+from hermes_pipeline.inputs.jsonl import Record, Rejected, reject
 from hermes_pipeline.transcript import Conversation
 
 CONVERSATION = "conversation"   # one conversation per line
 MESSAGE = "message"             # one message (or event) per line; the file is one conversation
+
+
+KEEP, DROP = "keep", "drop"     # output.native.history
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """How a native writer writes (`output.native.*`); a plain value: it crosses processes."""
+    history: str = KEEP          # keep: the input lines untouched, the compaction appended; drop: only what resumes
+    store: str = "copy"          # a Hermes state.db: compact a copy of it (copy), or the store itself (in_place)
+
+
+@dataclass
+class Written:
+    """A native writer's output: the lines, and what the manifest row says about them."""
+    values: list
+    row: dict = field(default_factory=dict)
+    done_as: str | None = None      # an input written in place: the state key it will be read back under
 
 
 class TranscriptFormat(ABC):
@@ -42,9 +60,8 @@ class TranscriptFormat(ABC):
 
     def write_compacted(self, conversation: Conversation, compaction: Any, layout: str, options: Any) -> Any:
         """What to write for a conversation and its compaction (engine/base.py Compaction): a
-        formats.native.Written. A native format writes the session as its agent compacts itself
+        Written. A native format writes the session as its agent compacts itself
         (it gets the lines as read and the compaction's parts); the others write the messages."""
-        from hermes_pipeline.formats.native import Written
         return Written(list(self.write(replace(conversation, messages=compaction.messages), layout)))
 
 
@@ -101,9 +118,14 @@ def read_each(items: Iterable[Record | Rejected], problem_of, build) -> Iterator
             continue
         conversation = build(item)
         conversation.digest = item.digest      # what an incremental run compares, line by line
-        if item.raw is not None and b"\n" not in item.raw.rstrip(b"\r\n"):
-            conversation.raw_line = item.raw
+        conversation.raw_line = item.raw        # a line, or a JSON document's element (over many lines, perhaps)
         yield conversation
+
+
+def bytes_as_read(records: list[Record]) -> list[bytes] | None:
+    """The bytes of each record a one-conversation file was read from (None if one was not read from a file)."""
+    raw = [record.raw for record in records]
+    return None if None in raw else raw
 
 
 def record_id(record: dict, path: str, line_no: int) -> str:

@@ -21,10 +21,8 @@ from typing import Any
 
 from hermes_pipeline.formats.anthropic import KEY
 from hermes_pipeline.formats.roundtrip import kept_if_unchanged, private
-from hermes_pipeline.jsonl import Record, Verbatim
-from hermes_pipeline.transcript import SUMMARY_END, text_of
-
-KEEP, DROP = "keep", "drop"
+from hermes_pipeline.inputs.jsonl import Record, Verbatim
+from hermes_pipeline.transcript import SUMMARY_END, strip_cache_control, text_of
 
 
 @dataclass
@@ -51,13 +49,6 @@ class NativeLog:
         return self.sources[number] if isinstance(number, int) and 0 <= number < len(self.sources) else ()
 
 
-@dataclass(frozen=True)
-class WriteOptions:
-    """How a native writer writes (`output.native.*`); a plain value: it crosses processes."""
-    history: str = KEEP          # keep: the input lines untouched, the compaction appended; drop: only what resumes
-    store: str = "copy"          # a Hermes state.db: compact a copy of it (copy), or the store itself (in_place)
-
-
 @dataclass
 class Parts:
     """A compacted conversation cut where the agent's own compaction cuts it."""
@@ -65,14 +56,6 @@ class Parts:
     summary: str | None          # the summary message's text as the engine wrote it (None: no summary)
     sections: str | None         # the summary's sections alone (outcome.summary.text)
     tail: list[dict]
-
-
-@dataclass
-class Written:
-    """A native writer's output: the lines, and what the manifest row says about them."""
-    values: list
-    row: dict = field(default_factory=dict)
-    done_as: str | None = None      # an input written in place: the state key it will be read back under
 
 
 def _unmerged(message: dict, sections: str) -> tuple[dict, str] | None:
@@ -90,7 +73,6 @@ def _unmerged(message: dict, sections: str) -> tuple[dict, str] | None:
 def unmarked(message: dict) -> dict:
     """The message without the prompt-cache markers the engine's last stage adds: an agent sets its own,
     and a kept message should still read as unchanged (a text marked was a plain string)."""
-    from hermes_pipeline.stages.cache_mark import strip_cache_control
     (clean,) = strip_cache_control([message])
     content = clean.get("content")
     if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict) \

@@ -5,14 +5,20 @@ import json
 from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.base import (
-    CONVERSATION, MESSAGE, TranscriptFormat, bad_content_reason, file_conversation_id, gather, read_each,
+    CONVERSATION,
+    MESSAGE,
+    TranscriptFormat,
+    bad_content_reason,
+    bytes_as_read,
+    file_conversation_id,
+    gather,
+    read_each,
     record_id,
 )
 from hermes_pipeline.formats.roundtrip import public
-from hermes_pipeline.jsonl import Record, Rejected
+from hermes_pipeline.inputs.jsonl import Record, Rejected
 from hermes_pipeline.transcript import Conversation
 from hermes_pipeline.usage import last_context_tokens
-
 
 # content part types the Chat Completions API takes; another format's blocks are converted or dropped
 OPENAI_PART_TYPES = {"text", "image_url", "input_audio", "file", "refusal"}
@@ -120,6 +126,7 @@ class OpenAIFormat(TranscriptFormat):
                 recorded_prompt_tokens=recorded_prompt_tokens({}, messages), notes=notes,
                 stats={"records": len(messages)},      # input lines this conversation was read from
                 raw_records=list(messages), message_lines=[r.line_no for r in records],
+                records_as_read=bytes_as_read(records),
             )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:

@@ -13,9 +13,14 @@ from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.base import CONVERSATION, TranscriptFormat, read_each, record_id
 from hermes_pipeline.formats.roundtrip import (
-    Group, carried_record, original_of, regroup, source_fields, tag,
+    Group,
+    carried_record,
+    original_of,
+    regroup,
+    source_fields,
+    tag,
 )
-from hermes_pipeline.jsonl import Record, Rejected
+from hermes_pipeline.inputs.jsonl import Record, Rejected
 from hermes_pipeline.transcript import Conversation, text_of, tool_calls
 
 KEY = "_sharegpt"

@@ -5,11 +5,16 @@ import re
 from collections import Counter
 
 from hermes_pipeline.config import ConfigError
-from hermes_pipeline.engine.base import StageTools
-from hermes_pipeline.engine.plan import MERGE, Plan
-from hermes_pipeline.stages.base import OUTPUT, SOURCE, SUMMARY, Draft, Stage
+from hermes_pipeline.stages.base import OUTPUT, SOURCE, SUMMARY, Draft, Stage, StageTools
+from hermes_pipeline.stages.plan import MERGE, Plan
 from hermes_pipeline.transcript import (
-    COMPACTION_NOTE, SUMMARY_END, SUMMARY_PREFIX, message_text, role, turns, visible_role,
+    COMPACTION_NOTE,
+    SUMMARY_END,
+    SUMMARY_PREFIX,
+    message_text,
+    role,
+    turns,
+    visible_role,
 )
 
 STUB_RESULT = "[Tool result unavailable: it was removed when the conversation was compacted]"

@@ -4,17 +4,16 @@ A stage never changes its input draft; it returns a new one, and what it counted
 goes in that draft's `counts` (the chain files them under the stage's name, with
 the stage's CPU time: the row's `prune.tool_outputs_pruned`, `summarize.seconds`).
 Each stage says what it needs from the stages before it and what it provides,
-and names its SPEC phase: the chain is checked when it is built (chain.py).
+and names its phase of the compaction: the chain is checked when it is built (chain.py).
 """
 from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from hermes_pipeline.engine.base import StageTools
-from hermes_pipeline.engine.plan import Plan
+from hermes_pipeline.stages.plan import Plan
 from hermes_pipeline.summarizers.base import SummaryResult
 
 if TYPE_CHECKING:
@@ -25,6 +24,15 @@ SOURCE = "messages aligned with the plan"
 SUMMARY = "summary"
 OUTPUT = "assembled conversation"
 QUALITY = "quality score"
+
+
+@dataclass(frozen=True)
+class StageTools:
+    """Shared components a stage may need; built once per run and given to each stage as it is built."""
+    summarizer: Any = None
+    counter: Any = None
+    caching: Any = None              # CachingPolicy, or None when caching is off
+
 
 
 @dataclass(frozen=True)
@@ -47,7 +55,7 @@ class Draft:
 
 class Stage(ABC):
     name: str = ""
-    phase: int = 0          # SPEC §4 phase: 1 prune, 3 summarize, 4 assemble, 5 cache-mark; 6 score
+    phase: int = 0          # phase of the compaction: 1 prune, 3 summarize, 4 assemble, 5 cache-mark; 6 score
     needs: frozenset = frozenset()
     provides: frozenset = frozenset()
     keeps_messages_verbatim = True      # fit mode runs only the stages that leave kept messages as they are

@@ -1,15 +1,15 @@
-"""Phase 5: Anthropic prompt-cache breakpoints, strategy system_and_3 (SPEC §5).
+"""Phase 5: Anthropic prompt-cache breakpoints, strategy system_and_3.
 
 At most 4 breakpoints: the system prompt and the last three non-system
 messages. Stale markers are stripped first, so applying twice gives the same
-result (REFERENCE §19), and the caller's messages are never mutated.
+result, and the caller's messages are never mutated.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hermes_pipeline.engine.plan import Plan
 from hermes_pipeline.stages.base import OUTPUT, Draft, Stage
+from hermes_pipeline.stages.plan import Plan
 from hermes_pipeline.transcript import role, strip_cache_control
 
 CACHING_PROVIDERS = {"anthropic": "Anthropic", "openrouter": "OpenRouter"}

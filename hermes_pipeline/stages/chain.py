@@ -11,15 +11,15 @@ import time
 from collections import Counter
 
 from hermes_pipeline.config import ConfigError
-from hermes_pipeline.engine.plan import Plan
 from hermes_pipeline.stages.base import OUTPUT, QUALITY, SOURCE, SUMMARY, Draft, Stage
+from hermes_pipeline.stages.plan import Plan
 
 PROVIDERS = {SUMMARY: "summarize", OUTPUT: "assemble", QUALITY: "score"}     # who provides what, for messages
 ORDER = "prune -> summarize -> assemble -> cache_mark -> score (boundaries are planned once, before the stages)"
 
 
 def check_chain(stages: tuple[Stage, ...]) -> None:
-    """Stages run in SPEC order, each finds what it needs from the stages before it, and the last
+    """Stages run in the design's order, each finds what it needs from the stages before it, and the last
     of them leave an assembled conversation to write: else a config error at start-up."""
     phases = [getattr(stage, "phase", 0) for stage in stages]
     names = " -> ".join(getattr(stage, "name", type(stage).__name__) for stage in stages)

@@ -1,7 +1,7 @@
 """Phase 1: cheap pruning, no model call.
 
 Outside the verbatim head and tail: long tool outputs become a placeholder,
-long tool-call arguments are shortened while staying valid JSON (REFERENCE §9),
+long tool-call arguments are shortened while staying valid JSON,
 and only the newest images are kept (§10). A tail that alone is far over its
 budget gets its older tool outputs demoted too, keeping the last 3 messages
 verbatim (§6): so that a tail which alone fills the context can still be compacted.
@@ -14,10 +14,18 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from hermes_pipeline.engine.plan import Plan, Settings
-from hermes_pipeline.stages.base import SOURCE, Draft, Stage
 from hermes_pipeline.analysis.tool_output import clip_verbatim, error_lines
-from hermes_pipeline.transcript import is_image_part, is_tool_result, message_text, tool_calls
+from hermes_pipeline.config.schema import CompressionConfig
+from hermes_pipeline.stages.base import SOURCE, Draft, Stage
+from hermes_pipeline.stages.plan import Plan
+from hermes_pipeline.transcript import (
+    command_run,
+    is_image_part,
+    is_tool_result,
+    message_text,
+    tool_calls,
+    with_command_output,
+)
 
 PRUNED_TOOL_OUTPUT = "[Old tool output cleared to save context space]"
 IMAGE_PLACEHOLDER = "[Image removed to save context space]"
@@ -53,12 +61,26 @@ def shorten_arguments(arguments: str, limit: int) -> str:
     return json.dumps(_shorten_leaves(parsed, limit), ensure_ascii=False)
 
 
-def prune_message(message: dict, s: Settings, stats: Counter) -> dict:
+def is_output(message: dict) -> bool:
+    """A tool's output, or a command the user ran with its output (transcript.command_run): what prune clears."""
+    return is_tool_result(message) or command_run(message) is not None
+
+
+def output_text(message: dict) -> str:
+    run = command_run(message)
+    return run[1] if run else message_text(message)
+
+
+def _with_output(message: dict, text: str) -> dict:
+    return with_command_output(message, text) if command_run(message) else {**message, "content": text}
+
+
+def prune_message(message: dict, s: CompressionConfig, stats: Counter) -> dict:
     """A middle message as prune leaves it: a long tool output cleared, long call arguments shortened (the
     same object when nothing changes)."""
-    if is_tool_result(message) and len(message_text(message)) > s.prune_min_chars:
+    if is_output(message) and len(output_text(message)) > s.prune_min_chars:
         stats["tool_outputs_pruned"] += 1
-        return {**message, "content": PRUNED_TOOL_OUTPUT}
+        return _with_output(message, PRUNED_TOOL_OUTPUT)
     calls = tool_calls(message)
     if any(len(str(c.get("function", {}).get("arguments", ""))) > s.max_tool_arg_chars for c in calls):
         shortened = []
@@ -73,32 +95,33 @@ def prune_message(message: dict, s: Settings, stats: Counter) -> dict:
 
 
 def shortened_tool_output(message: dict, keep_chars: int) -> dict:
-    """A tool row with its output cut to about `keep_chars` characters: its start and end, and a marker between."""
-    text = message_text(message)
+    """A tool row (or a command run's output) cut to about `keep_chars` characters: its start and end, and a
+    marker between."""
+    text = output_text(message)
     if len(text) <= keep_chars:
         return message
     start = int(keep_chars * SHORTENED_HEAD_SHARE)
     end = keep_chars - start
     mark = SHORTENED_MARK.format(cut=len(text) - keep_chars)
-    return {**message, "content": f"{text[:start]}\n{mark}\n{text[len(text) - end:] if end else ''}"}
+    return _with_output(message, f"{text[:start]}\n{mark}\n{text[len(text) - end:] if end else ''}")
 
 
 def cleared_tool_output(message: dict) -> dict:
     """A head or tail output cleared (demoted, or by the fit step): its error lines stay under the marker. The
     summary covers the middle only, so a cleared tail build's errors would be in neither."""
-    errors = error_lines(message_text(message))[-CLEARED_ERRORS_KEPT:]   # the last, as the score probes them
+    errors = error_lines(output_text(message))[-CLEARED_ERRORS_KEPT:]   # the last, as the score probes them
     kept = "".join(f"\n{clip_verbatim(line, CLEARED_ERROR_CHARS)}" for line in errors)
-    return {**message, "content": PRUNED_TOOL_OUTPUT + (f"\n{KEPT_ERRORS_LABEL}{kept}" if kept else "")}
+    return _with_output(message, PRUNED_TOOL_OUTPUT + (f"\n{KEPT_ERRORS_LABEL}{kept}" if kept else ""))
 
 
-def fit_pruned(message: dict, settings: Settings) -> dict:
+def fit_pruned(message: dict, settings: CompressionConfig) -> dict:
     """A head or tail message the fit step prunes: as prune_message, a cleared output keeping its error lines."""
     pruned = prune_message(message, settings, Counter())
-    return cleared_tool_output(message) if pruned is not message and is_tool_result(pruned) else pruned
+    return cleared_tool_output(message) if pruned is not message and is_output(message) else pruned
 
 
 def demoted_in_tail(plan: Plan) -> list[int]:
-    """The tail tool outputs an oversized tail loses (REFERENCE §6): all but the last few messages'. Not when
+    """The tail tool outputs an oversized tail loses: all but the last few messages'. Not when
     nothing is summarized (head and tail cover everything): the fit step alone decides what such a tail loses.
     Nor when head, summary and tail together stay under the compaction threshold: the agent would not compact
     that output again, and a demoted output (the latest build's errors) is what it would have to run again."""
@@ -108,7 +131,7 @@ def demoted_in_tail(plan: Plan) -> list[int]:
         return []
     last_demotable = len(plan.original) - TAIL_KEPT_VERBATIM
     return [i for i in range(plan.tail_start, last_demotable)
-            if is_tool_result(plan.original[i]) and len(message_text(plan.original[i])) > plan.settings.prune_min_chars]
+            if is_output(plan.original[i]) and len(output_text(plan.original[i])) > plan.settings.prune_min_chars]
 
 
 class PruneStage(Stage):
@@ -135,7 +158,7 @@ class PruneStage(Stage):
         for i in sorted(plan.pruned):
             pruned = fit_pruned(messages[i], plan.settings)   # counted apart, below
             if pruned is not messages[i]:
-                stats["fit_tool_outputs_cleared" if is_tool_result(pruned) else "fit_tool_arguments_shortened"] += 1
+                stats["fit_tool_outputs_cleared" if is_output(pruned) else "fit_tool_arguments_shortened"] += 1
                 messages[i] = pruned
         for i, keep_chars in plan.shorten:
             messages[i] = shortened_tool_output(messages[i], keep_chars)

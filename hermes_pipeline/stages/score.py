@@ -1,9 +1,10 @@
 """Last: a deterministic quality score of the compaction, from its input (hermes_pipeline.analysis).
 
-The probes come from the messages the compaction removed (files changed and
-read, the user's turns, the last errors, identifiers used again later, the open
-tasks and commits); the score says how many of them the compacted conversation
-still names. No model, linear in the conversation; it scores whatever wrote the
+`quality.score` is the share of the facts of the removed messages (what the user and the agent said and
+did there) that the compacted conversation still holds (analysis/recall.py): the built-in score that
+agrees with the judged exam. Beside it, the probes (files changed and read, the user's turns, the last
+errors, identifiers used again later, the open tasks and commits), each kind kept/total, and their own
+weighted share (`probe_score`). No model, linear in the conversation; it scores whatever wrote the
 summary. The row's stats count the summary's bullets that are talk, not state.
 """
 from __future__ import annotations
@@ -12,12 +13,13 @@ import re
 from collections import Counter
 from dataclasses import replace
 
-from hermes_pipeline.engine.plan import Plan
 from hermes_pipeline.analysis.probes import MAX_ERRORS, Probes, extract_probes
+from hermes_pipeline.analysis.recall import recall
 from hermes_pipeline.analysis.score import score
+from hermes_pipeline.analysis.speech import is_talk
 from hermes_pipeline.stages.base import OUTPUT, QUALITY, Draft, Stage
-from hermes_pipeline.stages import prune     # the module: prune -> engine -> hermes_abi -> here is a cycle
-from hermes_pipeline.summarizers.speech import is_talk
+from hermes_pipeline.stages.plan import Plan
+from hermes_pipeline.stages.prune import demoted_in_tail
 from hermes_pipeline.transcript import is_tool_result
 
 MISSED_SHOWN = 20    # missed items listed per kind in a manifest row (the counts are always whole)
@@ -34,6 +36,12 @@ class ScoreStage(Stage):
         stats: Counter = Counter()
         probes = draft.analysis.probes(plan)
         result = rate(probes, draft.messages, cleared_errors(plan))
+        # the headline: the share of the removed span's facts the output keeps (analysis/recall.py, which agrees
+        # with the judged exam); the probes' own weighted share beside it, with their kinds
+        facts = recall(list(plan.original), list(draft.messages), range(plan.head_end, plan.tail_start))
+        result["probe_score"] = result.pop("score")
+        result.update(score=facts["score"], per_kind=facts["per_kind"], facts=facts["facts"])
+        result["missed"]["facts"] = shown_facts(facts["missed"][:MISSED_SHOWN], draft.analysis.secrets(plan))
         if draft.summary is not None:      # how much of the summary is talk, not state (speech.is_talk)
             bullets = [line for line in draft.summary.text.splitlines() if _BULLET.match(line)]
             talk = sum(is_talk(line) for line in bullets)
@@ -43,10 +51,19 @@ class ScoreStage(Stage):
         return draft.but(quality=result, counts=stats)
 
 
+def shown_facts(missed: list[str], secrets) -> list[str]:
+    """Missed facts as a row may list them: none that is, or holds a piece of, a secret the conversation shows
+    (`secrets`: its analysis.secret_scan.SecretScan)."""
+    if not missed:
+        return []
+    shown = secrets.summary("\n".join(missed)).split("\n")
+    return [fact for fact, clean in zip(missed, shown) if fact == clean]
+
+
 def cleared_errors(plan: Plan) -> list:
     """Error probes of the head and tail tool outputs prune clears (an oversized tail's, the fit step's): their
     marker keeps only the first error lines, and the summary covers the middle only."""
-    cleared = [i for i in sorted(set(prune.demoted_in_tail(plan)) | set(plan.pruned)) if is_tool_result(plan.original[i])]
+    cleared = [i for i in sorted(set(demoted_in_tail(plan)) | set(plan.pruned)) if is_tool_result(plan.original[i])]
     return extract_probes(list(plan.original), cleared, max_errors=None).errors[-MAX_ERRORS:] if cleared else []
 
 

@@ -5,7 +5,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-# The structured template of SPEC §4, in order. Subsections belong to Progress.
+# The structured summary's sections, in order. Subsections belong to Progress.
 SECTIONS = (
     "## Goal",
     "## Constraints & Preferences",
@@ -22,6 +22,9 @@ SECTIONS = (
 
 @dataclass
 class SummaryRequest:
+    """What a summarizer reads. Its messages are the conversation's own wherever they hold no secret (only
+    those that do are redacted copies: analysis/secret_scan.py): a summarizer reads them and never changes
+    them."""
     conversation_id: str
     middle: list[dict]               # the turns to summarize, as they were before pruning
     budget_tokens: int               # target size of the summary
@@ -48,7 +51,12 @@ class SummaryResult:
 
 
 class Summarizer(ABC):
-    name: str = ""
+    """What the run reads of a summarizer is declared here; a summarizer that calls no model keeps the defaults."""
+    name: str = ""                          # the manifest's `summarizer`
+    model: str | None = None                # the model its summaries come from (None: no model; its prices: none)
+    max_in_flight: int = 1                  # requests it keeps in flight: the local runner runs as many threads
+    max_fallback_share: float | None = None  # more fallbacks than this share of compactions: exit 4
+    calls: Any = None                       # a model's requests (summarizers/llm/calls.py LLMCalls), if it has them
 
     def check(self) -> None:
         """Fail fast at start-up (missing key, bad endpoint) before any work."""

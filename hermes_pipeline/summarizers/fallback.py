@@ -3,7 +3,7 @@
 When the primary fails (it raises, raises SummaryFailed saying why, or returns an
 empty summary) the embedded extractive summarizer writes the summary, and the
 result says why (`fallback`) and what the primary spent trying (tokens, calls,
-retries). The middle is never dropped without a summary (REFERENCE §13). Two
+retries). The middle is never dropped without a summary. Two
 things are no failure to fall back from: SummarizerFatalError (401/403/no credit:
 the run stops) and batch mode's first pass (Gathered). The summarize stage and the
 lcm engine wrap the run's summarizer in it; the LLM summarizers are one (their
@@ -15,9 +15,9 @@ import logging
 import threading
 from dataclasses import replace
 
+from hermes_pipeline.analysis.redact import strip_think
 from hermes_pipeline.summarizers.base import Summarizer, SummarizerFatalError, SummaryRequest, SummaryResult
-from hermes_pipeline.summarizers.llm_errors import Gathered
-from hermes_pipeline.summarizers.redact import strip_think
+from hermes_pipeline.summarizers.llm.errors import Gathered
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class WithFallback(Summarizer):
 
     def __init__(self, primary: Summarizer):
         self.primary = primary
-        self.name = getattr(primary, "name", "")
+        self.name = primary.name
         self._embedded: Summarizer | None = None
         self._lock = threading.Lock()
 
@@ -58,7 +58,7 @@ class WithFallback(Summarizer):
         """The embedded summary of `request`, saying why it stood in, billed with what `spent` cost."""
         with self._lock:
             if self._embedded is None:
-                from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
+                from hermes_pipeline.summarizers.embedded.summarizer import ExtractiveSummarizer
                 self._embedded = ExtractiveSummarizer()
         result = replace(self._embedded.summarize(request), fallback=reason, via="fallback", cached=False)
         if spent is None:

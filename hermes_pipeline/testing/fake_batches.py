@@ -23,10 +23,12 @@ from typing import Any, Callable
 from hermes_pipeline.testing.fake_faults import Fault, as_fault
 from hermes_pipeline.testing.fake_replies import anthropic_error, fault_response
 from hermes_pipeline.testing.fake_summary import ANTHROPIC, OPENAI, parse_request
+from hermes_pipeline.testing.http_server import Request
 
 STAMP, STAMP_TS = "2026-01-01T00:00:00Z", 1767225600
 _ANTHROPIC = re.compile(r"^(?:/v1)?/messages/batches(?:/(?P<id>[\w-]+)(?:/(?P<action>results|cancel))?)?$")
 _OPENAI = re.compile(r"^(?:/v1)?/(?P<kind>batches|files)(?:/(?P<id>[\w-]+)(?:/(?P<action>cancel|content))?)?$")
+PATHS = (_ANTHROPIC, _OPENAI)     # the fake provider routes these here
 ERRORED = Fault("server_error", status=500)
 
 
@@ -45,19 +47,21 @@ class FakeBatches:
         self._items = 0
 
     def owns(self, path: str) -> bool:
-        return bool(_ANTHROPIC.match(path) or _OPENAI.match(path))
+        return any(pattern.match(path) for pattern in PATHS)
 
     def script_polls(self, faults) -> None:
         self.poll_faults.extend(as_fault(f) for f in faults)
 
     # ---- one HTTP request -------------------------------------------------------
-    def answer(self, method: str, path: str, raw: bytes, headers) -> tuple[int, Any, dict]:
+    def answer(self, request: Request) -> tuple[int, Any, dict]:
         with self._lock:
-            found = _ANTHROPIC.match(path)
+            found = _ANTHROPIC.match(request.path)
             if found:
-                return self._anthropic(method, found["id"], found["action"], raw, headers.get("Host", ""))
-            found = _OPENAI.match(path)
-            return self._openai(method, found["kind"], found["id"], found["action"], raw, headers)
+                return self._anthropic(request.method, found["id"], found["action"], request.raw,
+                                       request.headers.get("host", ""))
+            found = _OPENAI.match(request.path)
+            return self._openai(request.method, found["kind"], found["id"], found["action"], request.raw,
+                                request.headers)
 
     def _outcome(self) -> str | None:
         self._items += 1
@@ -146,7 +150,7 @@ class FakeBatches:
     def _openai(self, method: str, kind: str, object_id: str | None, action: str | None, raw: bytes, headers):
         if kind == "files":
             if object_id is None and method == "POST":
-                return 200, self._upload(raw, headers.get("Content-Type", "")), {}
+                return 200, self._upload(raw, headers.get("content-type", "")), {}
             if object_id in self._files and action == "content":
                 return 200, self._files[object_id], {"content-type": "application/octet-stream"}
             return 404, _openai_error(f"No such File object: {object_id}"), {}

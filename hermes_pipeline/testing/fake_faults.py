@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 # Kinds that answer 200 (possibly late); every other kind is an HTTP error.
-_NON_ERROR_KINDS = {"hang", "latency", "truncated", "empty"}
+_NON_ERROR_KINDS = {"hang", "latency", "truncated", "empty", "garbled"}
 ERROR_KINDS = {
     "rate_limit",
     "server_error",
@@ -87,6 +87,11 @@ def truncated() -> Fault:
 def empty() -> Fault:
     """200 whose text is whitespace only."""
     return Fault("empty")
+
+
+def garbled() -> Fault:
+    """200 whose text is prose: no summary sections, no JSON (a model that did not answer as asked)."""
+    return Fault("garbled")
 
 
 def as_fault(item: Fault | Mapping[str, Any] | str | None) -> Fault | None:

@@ -1,4 +1,4 @@
-"""Deterministic fake LLM HTTP server for tests and dry runs.
+"""Deterministic fake LLM API for tests and dry runs: routes on the fakes' one server (http_server.py).
 
 The real ``anthropic`` and ``openai`` SDKs can talk to it through ``base_url``:
 
@@ -12,7 +12,7 @@ errors, hangs...) can be scripted per request with ``FakeProvider.script``.
 Both batch APIs are served too (``FakeProvider.batches``, fake_batches.py:
 Anthropic Message Batches, OpenAI Batch and Files), with their own script.
 
-The server and its CLI live here; the faults in fake_faults.py, request parsing
+The routes and the CLI live here; the faults in fake_faults.py, request parsing
 and the summary in fake_summary.py, the response bodies in fake_replies.py
 (the public names are re-exported here). Only the standard library is used,
 so this can ship with the package.
@@ -26,73 +26,71 @@ import hashlib
 import json
 import signal
 import threading
-import time
 from collections import Counter, deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable, Mapping
-from urllib.parse import urlsplit
+from functools import partial
+from typing import Any, Callable, Iterable, Mapping
 
+from hermes_pipeline.testing import fake_batches
 from hermes_pipeline.testing.fake_batches import FakeBatches
 from hermes_pipeline.testing.fake_faults import (  # noqa: F401 - the constructors are re-exported
-    ERROR_KINDS, Fault, as_fault, auth_error, context_length, empty, forbidden, hang, insufficient_quota, latency,
-    overloaded, rate_limit, server_error, truncated,
+    ERROR_KINDS,
+    Fault,
+    as_fault,
+    auth_error,
+    context_length,
+    empty,
+    forbidden,
+    garbled,
+    hang,
+    insufficient_quota,
+    latency,
+    overloaded,
+    rate_limit,
+    server_error,
+    truncated,
 )
 from hermes_pipeline.testing.fake_replies import (
-    anthropic_error, anthropic_message, bad_request, context_error, fault_response, openai_completion,
+    anthropic_error,
+    anthropic_message,
+    bad_request,
+    context_error,
+    fault_response,
+    openai_completion,
 )
 from hermes_pipeline.testing.fake_summary import (
-    ANTHROPIC, OPENAI, Prompt, approx_tokens, build_summary, parse_request, summarize_request,
+    ANTHROPIC,
+    OPENAI,
+    Prompt,
+    approx_tokens,
+    build_summary,
+    parse_request,
+    summarize_request,
 )
+from hermes_pipeline.testing.http_server import ANY_METHOD, LoopbackServer, Reply, Request, Route, ServedFake
 
 # the fault constructors are named after their kinds; the public names of the package
-__all__ = ["FakeProvider", "Fault", *sorted(ERROR_KINDS), "hang", "latency", "truncated", "empty",
+__all__ = ["FakeProvider", "Fault", *sorted(ERROR_KINDS), "hang", "latency", "truncated", "empty", "garbled",
            "summarize_request", "approx_tokens"]
 
 # Both SDKs join base_url + "/messages" or "/chat/completions"; accept the
 # path with and without "/v1" so either base_url style works.
-_ROUTES = {
+_API_PATHS = {
     "/v1/messages": ANTHROPIC,
     "/messages": ANTHROPIC,
     "/v1/chat/completions": OPENAI,
     "/chat/completions": OPENAI,
 }
-_SECRET_HEADERS = {"x-api-key", "authorization", "api-key", "proxy-authorization"}
 
 # OpenAI only caches prompt prefixes of at least this many tokens.
 OPENAI_CACHE_MIN_TOKENS = 1024
 
 
 # --------------------------------------------------------------------------
-# Server
+# Routes
 # --------------------------------------------------------------------------
 
 
-class _Handler(BaseHTTPRequestHandler):
-    # HTTP/1.1 keeps SDK connections alive like a real API would.
-    protocol_version = "HTTP/1.1"
-    server_version = "FakeProvider/1.0"
-    # headers and body go out as two writes: without TCP_NODELAY the body waits for the client's
-    # delayed ACK (~40 ms a reply), which no real API adds
-    disable_nagle_algorithm = True
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server naming
-        self.server.provider._handle(self)  # type: ignore[attr-defined]
-
-    do_GET = do_POST  # unknown routes still get recorded and a JSON 404
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        if self.server.provider.log:  # type: ignore[attr-defined]
-            super().log_message(format, *args)
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True  # a hanging handler must never block shutdown,
-    block_on_close = False  # nor one waiting on a client's kept-alive connection (server_close joins them)
-    request_queue_size = 128  # many clients connect at once; the default backlog of 5 resets them
-    provider: "FakeProvider"
-
-
-class FakeProvider:
+class FakeProvider(ServedFake):
     """Deterministic Anthropic + OpenAI compatible server on 127.0.0.1.
 
     Attributes callers may set at any time:
@@ -110,66 +108,42 @@ class FakeProvider:
         max_input_chars: int | None = None,
         log: bool = False,
     ) -> None:
-        self.host, self.port = host, port
         self.default_latency = default_latency
         self.max_input_chars = max_input_chars
-        self.log = log
         self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)   # a request arrived, entered or left
-        self._stopping = threading.Event()
-        self._server: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._changed = threading.Condition(self._lock)   # a request entered or left
+        self._faults_lock = threading.Lock()              # only ever taken last: no lock is taken under it
+        # any method: a GET on an API path is answered as the call it names (a 400, no body), as before routes
+        routes = [Route(ANY_METHOD, path, partial(self._call, provider)) for path, provider in _API_PATHS.items()]
+        routes += [Route(ANY_METHOD, pattern, self._batch_call) for pattern in fake_batches.PATHS]
+        self.server = LoopbackServer(routes, host=host, port=port, log=log, fallback=partial(self._call, None),
+                                     on_arrival=self._arrived)
         self._reset_state()
 
     def _reset_state(self) -> None:
-        with self._lock:
-            self._requests: list[dict] = []
-            self._path_counts: Counter[str] = Counter()
+        with self._faults_lock:
             self._faults: deque[Fault | None] = deque()
+            self._matching: dict[str, deque[Fault | None]] = {}
+        with self._lock:
             self._cache_seen: set[str] = set()
             self.in_flight = self.peak_in_flight = self._hold_until = 0
             self.batches = FakeBatches(self._respond)    # the batch APIs (fake_batches.py), scripted apart
 
     # ---- lifecycle -------------------------------------------------------
 
-    def start(self) -> "FakeProvider":
-        if self._server is not None:
-            return self
-        self._stopping.clear()
-        self._server = _HTTPServer((self.host, self.port), _Handler)
-        self._server.provider = self
-        # A short poll interval keeps stop() fast; shutdown() waits for one poll.
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), name="fake-provider", daemon=True
-        )
-        self._thread.start()
-        return self
-
     def stop(self) -> None:
-        if self._server is None:
-            return
-        self._stopping.set()  # wakes handlers sleeping in hang/latency
+        self.server.stopping.set()  # wakes handlers sleeping in hang/latency
         with self._changed:
             self._changed.notify_all()  # and those held by hold_replies_until
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = self._thread = None
-
-    def __enter__(self) -> "FakeProvider":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.server.stop()
 
     @property
-    def base_url(self) -> str:
-        """Root URL; pass as Anthropic(base_url=...)."""
-        if self._server is None:
-            raise RuntimeError("FakeProvider is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+    def log(self) -> bool:
+        return self.server.log
+
+    @log.setter
+    def log(self, value: bool) -> None:
+        self.server.log = value
 
     @property
     def anthropic_base_url(self) -> str:
@@ -185,29 +159,35 @@ class FakeProvider:
     def script(self, faults: Iterable[Fault | Mapping[str, Any] | str | None]) -> None:
         """Queue faults, one per incoming request in order; None means 'answer normally'."""
         parsed = [as_fault(f) for f in faults]
-        with self._lock:
+        with self._faults_lock:
             self._faults.extend(parsed)
+
+    def script_matching(self, text: str, faults: Iterable[Fault | Mapping[str, Any] | str | None]) -> None:
+        """Queue faults for the requests whose body holds `text` (say, the exam's questions requests), one
+        per such request in arrival order, before the general script."""
+        parsed = [as_fault(f) for f in faults]
+        with self._faults_lock:
+            self._matching.setdefault(text, deque()).extend(parsed)
 
     @property
     def pending_faults(self) -> list[Fault | None]:
-        with self._lock:
+        with self._faults_lock:
             return list(self._faults)
 
     @property
     def requests(self) -> list[dict]:
         """Snapshot of recorded requests: method, path, headers (secrets redacted), body, fault."""
-        with self._lock:
-            return list(self._requests)
+        return [{"method": r.method, "path": r.path, "headers": r.headers, "body": r.body,
+                 "fault": r.notes["fault"].kind if r.notes.get("fault") else None, "time": r.time}
+                for r in self.server.requests]
 
     @property
     def request_count(self) -> int:
-        with self._lock:
-            return len(self._requests)
+        return len(self.server.requests)
 
     @property
     def path_counts(self) -> dict[str, int]:
-        with self._lock:
-            return dict(self._path_counts)
+        return dict(Counter(r.path for r in self.server.requests))
 
     def hold_replies_until(self, in_flight: int) -> None:
         """Replies wait until `in_flight` requests are in the server at once (then none waits): overlap shown
@@ -218,35 +198,42 @@ class FakeProvider:
     def wait_for_requests(self, count: int, timeout: float = 60.0) -> int:
         """Wait until `count` requests were recorded (a client that timed out on a request the server had not
         read yet is ahead of the record); returns how many were."""
-        with self._changed:
-            self._changed.wait_for(lambda: len(self._requests) >= count, timeout)
-            return len(self._requests)
+        return self.server.wait_for_requests(count, timeout)
 
     def reset(self) -> None:
         """Forget requests, counters, pending faults and the prompt cache."""
+        self.server.clear()
         self._reset_state()
 
     # ---- request handling -----------------------------------------------
 
-    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
-        raw = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
-        path = urlsplit(handler.path).path.rstrip("/") or "/"
-        provider = _ROUTES.get(path)
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        batch_api = provider is None and self.batches.owns(path)
-        seq, fault = self._record(handler, path, body, scripted=not batch_api)
+    def _arrived(self, request: Request) -> None:
+        """A call takes the next scripted fault as it is recorded, so faults follow arrival order (the batch
+        requests have a script of their own)."""
+        if not self.batches.owns(request.path):
+            with self._faults_lock:
+                body = json.dumps(request.body) if self._matching else ""
+                queue = next((q for text, q in self._matching.items() if q and text in body), self._faults)
+                request.notes["fault"] = queue.popleft() if queue else None
+
+    def _call(self, provider: str | None, request: Request) -> Reply:
+        """A Messages or Chat Completions call (provider None: a path the fake does not serve)."""
+        fault = request.notes.get("fault")
+        return self._answer(request, fault, lambda: self._respond(provider, request.path, request.body, fault,
+                                                                   request.seq))
+
+    def _batch_call(self, request: Request) -> Reply:
+        return self._answer(request, None, lambda: self.batches.answer(request))
+
+    def _answer(self, request: Request, fault: Fault | None, respond: Callable[[], tuple[int, Any, dict]]) -> Reply:
         self._enter()
         try:
             self._sleep(self.default_latency + (fault.seconds if fault else 0.0))
-            if batch_api:
-                status, payload, headers = self.batches.answer(handler.command, path, raw, handler.headers)
-            else:
-                status, payload, headers = self._respond(provider, path, body, fault, seq)
-            headers = {"request-id": f"req_fake_{seq:06d}", **headers}
-            self._send(handler, status, payload, headers)
+            status, payload, headers = respond()
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
+            headers = {"content-type": "application/json", "request-id": f"req_fake_{request.seq:06d}",
+                       **{k.lower(): v for k, v in headers.items()}}
+            return Reply(status, data, headers)
         finally:
             with self._lock:
                 self.in_flight -= 1
@@ -259,35 +246,11 @@ class FakeProvider:
             if self.in_flight >= self._hold_until:
                 self._hold_until = 0
                 self._changed.notify_all()
-            self._changed.wait_for(lambda: not self._hold_until or self._stopping.is_set())
-
-    def _record(
-        self, handler: BaseHTTPRequestHandler, path: str, body: Any, scripted: bool = True
-    ) -> tuple[int, Fault | None]:
-        """Store the request and pop its fault atomically, so faults follow arrival order."""
-        headers = {
-            k.lower(): ("<redacted>" if k.lower() in _SECRET_HEADERS else v)
-            for k, v in handler.headers.items()
-        }
-        with self._lock:
-            fault = self._faults.popleft() if self._faults and scripted else None
-            self._requests.append(
-                {
-                    "method": handler.command,
-                    "path": path,
-                    "headers": headers,
-                    "body": body,
-                    "fault": fault.kind if fault else None,
-                    "time": time.time(),
-                }
-            )
-            self._path_counts[path] += 1
-            self._changed.notify_all()
-            return len(self._requests), fault
+            self._changed.wait_for(lambda: not self._hold_until or self.server.stopping.is_set())
 
     def _sleep(self, seconds: float) -> None:
         if seconds > 0:
-            self._stopping.wait(seconds)
+            self.server.stopping.wait(seconds)
 
     def _respond(
         self, provider: str | None, path: str, body: Any, fault: Fault | None, seq: int
@@ -314,6 +277,8 @@ class FakeProvider:
             stop = "max_tokens" if provider == ANTHROPIC else "length"
         elif fault and fault.kind == "empty":
             text = " \n"
+        elif fault and fault.kind == "garbled":
+            text = "Sure! Here is what I think about this conversation: it went well."
         msg_id = f"{seq:06d}{hashlib.sha256(text.encode()).hexdigest()[:18]}"
         if provider == ANTHROPIC:
             usage = self._anthropic_usage(prompt, text)
@@ -362,20 +327,6 @@ class FakeProvider:
             "prompt_tokens_details": {"cached_tokens": cached},
             "completion_tokens_details": {"reasoning_tokens": 0},
         }
-
-    def _send(self, handler: BaseHTTPRequestHandler, status: int, payload: dict | bytes, headers: dict) -> None:
-        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
-        headers = {"content-type": "application/json", **{k.lower(): v for k, v in headers.items()}}
-        try:
-            handler.send_response(status)
-            handler.send_header("Content-Length", str(len(data)))
-            for name, value in headers.items():
-                handler.send_header(name, value)
-            handler.end_headers()
-            handler.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            # The client gave up (e.g. its timeout fired during a hang); nothing to do.
-            handler.close_connection = True
 
 
 # --------------------------------------------------------------------------

@@ -9,6 +9,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_pipeline.testing.fake_exam import exam_reply
+
 ANTHROPIC = "anthropic"
 OPENAI = "openai"
 
@@ -154,7 +156,11 @@ def _file_paths(text: str, limit: int = 20) -> list[str]:
 
 
 def build_summary(prompt: Prompt) -> str:
-    """Summary with the ten required headings, every one followed by request-derived lines."""
+    """Summary with the ten required headings, every one followed by request-derived lines (an exam's
+    request gets the exam's JSON instead: fake_exam.py)."""
+    exam = exam_reply(prompt.system, "\n".join(text for role, text in prompt.messages if role == "user"))
+    if exam is not None:
+        return exam
     body = "\n".join(text for _, text in prompt.messages)
     user_text = "\n".join(text for role, text in prompt.messages if role == "user")
     lines = _lines(body)

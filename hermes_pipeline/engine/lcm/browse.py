@@ -18,7 +18,7 @@ from typing import Iterator
 
 from hermes_pipeline.engine.lcm.store import POINTER, Hit, LCMStore, snippet
 from hermes_pipeline.formats.roundtrip import public
-from hermes_pipeline.render import body, label
+from hermes_pipeline.reports.render import body, label
 
 ROUND_TRIP_KEYS = ("_anthropic", "_sharegpt")
 

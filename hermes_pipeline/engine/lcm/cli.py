@@ -14,29 +14,30 @@
       one line per stored conversation: record id<TAB>conversation id<TAB>source<TAB>format
 
 Pointers may be written lcm:<id>, <id>, or a unique prefix of 8+ hex digits.
-Exit status: 0 found, 1 nothing found (grep), an unknown id or nothing to show, 2 usage or store error.
+Exit status: 0 found; 1 nothing found (grep), an unknown id, nothing to show, a usage error, or a store
+that cannot be read (said on stderr). Never 2: that is hermes-pipeline's "records were quarantined".
 """
 from __future__ import annotations
 
-import argparse
 import re
 import sqlite3
 import sys
 
+from hermes_pipeline.config.command_line import EXIT_USAGE, UsageParser
 from hermes_pipeline.engine.lcm.browse import Browser, as_read, message_where, pointers_of, span_messages
 from hermes_pipeline.engine.lcm.store import LCMStore
-from hermes_pipeline.render import in_full, one_line, pretty_json, stdout_to_devnull, style_for, width_of
+from hermes_pipeline.reports.render import in_full, one_line, pretty_json, stdout_to_devnull, style_for, width_of
 from hermes_pipeline.transcript import is_summary_message, message_text
 
 SHORT = 12          # hex digits of a pointer shown to people (any unique 8+ resolve)
 
 
 class Usage(Exception):
-    """A command given what it cannot take: exit 2, with the reason."""
+    """A command given what it cannot take: exit 1, with the reason."""
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hermes-pipeline-lcm", description="Search, expand and show the "
+def _parser() -> UsageParser:
+    parser = UsageParser(prog="hermes-pipeline-lcm", description="Search, expand and show the "
                                      "originals kept by the lcm context engine.")
     parser.add_argument("--store", required=True, help="the SQLite store (a run's lcm.sqlite, or lcm.store=PATH)")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -190,8 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](Browser(store), args, out)
     except (FileNotFoundError, sqlite3.Error, re.error, Usage) as error:
-        print(f"hermes-pipeline-lcm: {error}", file=sys.stderr)
-        return 2
+        print(f"hermes-pipeline-lcm: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
     except BrokenPipeError:       # the reader went away (`| head -1`): it had what it wanted
         stdout_to_devnull()
         return 0

@@ -84,7 +84,7 @@ class _Keeper(Summarizer):
     def __init__(self, inner: Summarizer, engine: "LCMEngine", conversation: Conversation, record_id: str):
         self.inner, self.engine = inner, engine
         self.conversation, self.record_id = conversation, record_id
-        self.name = getattr(inner, "name", "")
+        self.name = inner.name
         self.pointers: list[str] = []
         self.span: str | None = None
 

@@ -36,7 +36,7 @@ from typing import Any, Iterator
 
 import orjson
 
-from hermes_pipeline.jsonl import _has_nan, dumps
+from hermes_pipeline.inputs.jsonl import _has_nan, dumps
 
 POINTER = re.compile(r"lcm:([0-9a-f]{64})")
 BUSY_TIMEOUT_MS = 60_000

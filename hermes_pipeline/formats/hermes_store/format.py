@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from hermes_pipeline.formats.anthropic import KEY
-from hermes_pipeline.formats.base import TranscriptFormat, bad_content_reason
+from hermes_pipeline.formats.base import TranscriptFormat, Written, bad_content_reason
 from hermes_pipeline.formats.hermes_store import store
-from hermes_pipeline.formats.native import Written, unmarked
+from hermes_pipeline.formats.native import unmarked
 from hermes_pipeline.formats.roundtrip import kept_if_unchanged, private, public, tag
-from hermes_pipeline.jsonl import Rejected
+from hermes_pipeline.inputs.jsonl import Rejected
 from hermes_pipeline.transcript import Conversation, text_of
 
 STORE = "store"                          # the layout: sessions of a SQLite store

@@ -1,0 +1,1 @@
+"""Input reading: which files a run reads, what each holds (JSON Lines, a JSON array, compressed), repairs."""

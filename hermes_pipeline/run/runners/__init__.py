@@ -1,0 +1,1 @@
+"""Where conversations are compacted: this machine (local) or a Dask cluster, behind one Runner protocol."""
