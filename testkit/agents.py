@@ -1,4 +1,5 @@
-"""The real agents, resuming a session in print mode against the fake API (agent_api.py).
+"""The real agents, resuming a session in print mode against the fake Anthropic API
+(hermes_pipeline/testing/fake_agent_api.py).
 
 `make agents` installs the pinned Claude Code and pi into agents/node_modules
 (CI's `make test` does it first); a missing install fails the test, naming the
@@ -25,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from testkit.agent_api import AgentAPI, Request
+from hermes_pipeline.testing.fake_agent_api import AgentAPI
+from hermes_pipeline.testing.http_server import Request
 from testkit.env import ROOT
 
 AGENTS = ROOT / "agents" / "node_modules" / ".bin"
@@ -46,6 +48,7 @@ class Resumed:
     returncode: int
     output: str
     requests: list[Request]
+    unit = "message"             # what `conversation` holds, as testkit.resume counts it
 
     @property
     def refused(self) -> list[Request]:
@@ -54,12 +57,16 @@ class Resumed:
     @property
     def conversation(self) -> list[dict]:
         """The messages of the request that carried the session (the one with the most)."""
-        chats = [r for r in self.requests if r.status == 200 and r.messages]
-        return max(chats, key=lambda r: len(r.messages)).messages if chats else []
+        chats = [messages_of(r) for r in self.requests if r.status == 200 and messages_of(r)]
+        return max(chats, key=len) if chats else []
 
     @property
     def size(self) -> int:
         return len(json.dumps(self.conversation))
+
+
+def messages_of(request: Request) -> list[dict]:
+    return request.body.get("messages", []) if isinstance(request.body, dict) else []
 
 
 def _run(command: list[str], cwd: Path, env: dict, api: AgentAPI) -> Resumed:

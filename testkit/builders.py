@@ -46,11 +46,11 @@ def engine_for(context_length=4000, protect_last_n=4, pipeline="default", **over
 
 def run_in_process(engine, run_dir, source, **options):
     """A whole run of the executor in this process, on one thread, with the given engine."""
-    from hermes_pipeline.inputs import resolve_inputs
-    from hermes_pipeline.output_tree import OutputTree
-    from hermes_pipeline.run_folder import RunFolder
-    from hermes_pipeline.runners.executor import Executor, RunOptions
-    from hermes_pipeline.runners.local import LocalRunner
+    from hermes_pipeline.inputs.find import resolve_inputs
+    from hermes_pipeline.run.executor import Executor, RunOptions
+    from hermes_pipeline.run.output_tree import OutputTree
+    from hermes_pipeline.run.run_folder import RunFolder
+    from hermes_pipeline.run.runners.local import LocalRunner
     runner = LocalRunner()
     runner.start(engine, None, auto_concurrency=1)
     executor = Executor(runner, RunFolder(run_dir), OutputTree.in_run_folder(run_dir),

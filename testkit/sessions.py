@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hermes_pipeline.formats import detect_format_in
-from hermes_pipeline.jsonl import Record, read_records
 from hermes_pipeline.analysis.score import compaction_bounds
-from hermes_pipeline.repair import repair_tool_pairing
+from hermes_pipeline.formats import detect_format_in
+from hermes_pipeline.inputs.jsonl import Record, read_records
+from hermes_pipeline.inputs.repair import repair_tool_pairing
 from hermes_pipeline.transcript import Conversation
 from testkit.builders import compose_config
 

@@ -3,10 +3,16 @@ from __future__ import annotations
 
 import json
 
-from hermes_pipeline.transcript import unmarked
 from hermes_pipeline.stages.prune import KEPT_ERRORS_LABEL, PRUNED_TOOL_OUTPUT, SHORTENED_MARK
 from hermes_pipeline.transcript import (
-    COMPACTION_NOTE, SUMMARY_END, is_summary_message, pairing_problems, text_of, tool_calls, visible_role,
+    COMPACTION_NOTE,
+    SUMMARY_END,
+    is_summary_message,
+    pairing_problems,
+    text_of,
+    tool_calls,
+    unmarked,
+    visible_role,
 )
 
 SHORTENED = SHORTENED_MARK.split("}", 1)[1].split("...", 1)[0]    # the marker's fixed words
@@ -56,7 +62,7 @@ def changed_by_fit(kept: dict, source: dict) -> bool:
 
 def _same(kept: dict, source: dict, fitted: bool, from_end: int) -> bool:
     """Verbatim, except what the fit step may change (`fitted`), or else the older tool outputs an oversized
-    tail demotes (REFERENCE §6: the last 3 messages stay as they are)."""
+    tail demotes (the last 3 messages stay as they are)."""
     kept, source = normalize(kept), normalize(source)
     if kept == source:
         return True

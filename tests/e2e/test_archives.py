@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from hermes_pipeline.formats import CONVERSATION, MESSAGE, detect_format_in, get_format
+from hermes_pipeline.formats import MESSAGE, detect_format_in, get_format
 from hermes_pipeline.formats.roundtrip import public
-from hermes_pipeline.jsonl import Record, read_records
-from hermes_pipeline.repair import repair_tool_pairing
+from hermes_pipeline.inputs.jsonl import Record, read_records
+from hermes_pipeline.inputs.repair import repair_tool_pairing
 from hermes_pipeline.transcript import Conversation, is_summary_message, pairing_problems
-from tests.helpers.accounting import check_accounting, read_rows
-from tests.helpers.archives import write_archive
+from testkit.accounting import check_accounting, read_rows
+from testkit.archives import write_archive
 from testkit.env import run_cli
 from testkit.validity import written_problems
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from hermes_pipeline.testing.fake_provider import FakeProvider
-from tests.helpers.accounting import check_accounting, read_rows
+from testkit.accounting import check_accounting, read_rows
 from testkit.env import ROOT, read_jsonl, run_cli
 from testkit.validity import problems
 
@@ -155,7 +155,7 @@ def test_malformed_json(broken_run):
 
 def test_malformed_json_reasons_read_as_one_sentence():
     """The standard library's messages, some ending in "at", each once followed by the column."""
-    from hermes_pipeline.jsonl import parse_line
+    from hermes_pipeline.inputs.jsonl import parse_line
     reasons = {raw: parse_line("chats.jsonl", 7, raw).reason
                for raw in (b'{"a": "never closed', b'{"a" 1}', b'{"a": 1} trailing', b'{"a": "\\q"}')}
     assert reasons == {

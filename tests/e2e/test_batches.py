@@ -159,9 +159,9 @@ def test_split_and_merge_in_batches(tmp_path, sessions):
     assert all(r["batch_items"] == 3 for r in split)          # two parts and their merge
 
 
-def test_the_readme_batch_dry_run(tmp_path):
-    """The documented dry run: the fake provider's CLI with its batch flags, and the documented command."""
-    text = (ROOT / "README.md").read_text().replace("\\\n", " ")
+def test_the_documented_batch_dry_run(tmp_path):
+    """The dry run of docs/summaries.md: the fake provider's CLI with its batch flags, and the documented command."""
+    text = (ROOT / "docs" / "summaries.md").read_text().replace("\\\n", " ")
     server = next(line for line in text.splitlines() if "fake_provider --port" in line and "--batch-" in line)
     run = next(line for line in text.splitlines() if "summarizer.batch.enabled=true" in line and "127.0.0.1" in line)
     server_args = shlex.split(server.split("&")[0])

@@ -72,7 +72,8 @@ def _message_file(path: Path, n: int) -> list[dict]:
     messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "start"}]
     for i in range(n):
         messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": f"step {i}"})}}]})
+            {"id": f"c{i}", "type": "function",
+             "function": {"name": "bash", "arguments": json.dumps({"command": f"step {i}"})}}]})
         messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"output {i} " * 150})
         messages.append({"role": "assistant", "content": f"did {i}"})
         messages.append({"role": "user", "content": f"next {i}"})

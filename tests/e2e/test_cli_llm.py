@@ -16,11 +16,20 @@ from pathlib import Path
 
 import pytest
 
-from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import SECTIONS
+from hermes_pipeline.summarizers.llm import prompt as P
 from hermes_pipeline.testing.fake_provider import (
-    FakeProvider, auth_error, context_length, empty, hang, insufficient_quota, overloaded, rate_limit,
-    server_error, summarize_request, truncated,
+    FakeProvider,
+    auth_error,
+    context_length,
+    empty,
+    hang,
+    insufficient_quota,
+    overloaded,
+    rate_limit,
+    server_error,
+    summarize_request,
+    truncated,
 )
 from hermes_pipeline.transcript import SUMMARY_PREFIX, is_summary_message, text_of
 from testkit.env import REAL, ROOT, read_jsonl, run_cli
@@ -28,7 +37,7 @@ from testkit.sessions import read_conversations
 from testkit.synth import write_sessions
 from testkit.validity import problems
 
-# Matches none of the secret patterns of summarizers/redact.py: only keeping the key
+# Matches none of the secret patterns of analysis/redact.py: only keeping the key
 # out of every output (not pattern-based redaction) makes the no-key checks pass.
 FAKE_KEY = "hermesFAKEKEY7f3a9c1e5b2d4a60grepme"
 PROVIDERS = {
@@ -406,9 +415,9 @@ def test_concurrent_summaries_through_the_cli(inputs, fake, tmp_path):
 
 # ---- the documented dry run -----------------------------------------------------------
 
-def readme_dry_run() -> tuple[list[str], list[str]]:
-    """The fake-provider command and the hermes-pipeline overrides shown in the README."""
-    text = (ROOT / "README.md").read_text().replace("\\\n", " ")
+def documented_dry_run() -> tuple[list[str], list[str]]:
+    """The fake-provider command and the hermes-pipeline overrides shown in docs/summaries.md."""
+    text = (ROOT / "docs" / "summaries.md").read_text().replace("\\\n", " ")
     server = next(line for line in text.splitlines() if "-m hermes_pipeline.testing.fake_provider --port" in line)
     run = next(line for line in text.splitlines()
                if "hermes-pipeline" in line and "summarizer=anthropic" in line and "127.0.0.1" in line)
@@ -418,8 +427,8 @@ def readme_dry_run() -> tuple[list[str], list[str]]:
     return server_args[server_args.index("--port"):], words[start + 1:]
 
 
-def test_readme_dry_run_against_the_fake_provider_cli(tmp_path):
-    port_args, overrides = readme_dry_run()
+def test_the_documented_dry_run_against_the_fake_provider_cli(tmp_path):
+    port_args, overrides = documented_dry_run()
     documented_url = next(o.split("=", 1)[1] for o in overrides if o.startswith("auxiliary.compression.base_url="))
     server = subprocess.Popen([sys.executable, "-m", "hermes_pipeline.testing.fake_provider", "--port", "0", "--quiet"],
                               stdout=subprocess.PIPE, text=True, cwd=ROOT)

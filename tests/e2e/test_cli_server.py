@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from testkit.cli_server import CliServer
 import testkit.env as env_module
+from testkit.cli_server import CliServer
 from testkit.env import ROOT, TAU_BENCH, run_cli
 
 

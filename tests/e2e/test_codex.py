@@ -4,24 +4,26 @@ The real Codex CLI (agents/, `make agents`) is the judge: the committed fixture
 was recorded with it against the fake Responses API (testkit/codex_cli.py),
 with what Codex sent when it resumed the rollout; compacted output is resumed
 by it again, and a fresh 1-5 MB session with several compactions is recorded
-in the slow test.
+in the slow test. Our recordings name a custom provider (`fake`); real rollouts
+name the built-in `openai` one, which the last tests give them (no real rollout
+can be shipped here), resumed with `python -m testkit.resume` too.
 """
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-import pytest
-
 from hermes_pipeline.formats import detect_format_in
-from hermes_pipeline.formats.codex_rollout import context_tokens, item_text, replay
-from hermes_pipeline.jsonl import Record, read_records
+from hermes_pipeline.formats.codex.rollout import context_tokens, item_text, replay
+from hermes_pipeline.inputs.jsonl import Record, read_records
 from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT
+from hermes_pipeline.testing.fake_responses import FakeResponses
 from hermes_pipeline.transcript import SUMMARY_PREFIX, pairing_problems
-from testkit.codex_cli import FIXTURES, need_codex, record_session, sent_history
-from testkit.env import read_jsonl, run_cli
-from testkit.fake_responses import FakeResponses
+from testkit.codex_cli import BUILT_IN, FIXTURES, need_codex, record_session, sent_history
+from testkit.env import ROOT, read_jsonl, run_cli
 
 FIXTURE = sorted(FIXTURES.glob("rollout-*.jsonl"))[0]
 SENT = json.loads(FIXTURE.with_suffix(".sent.json").read_text())
@@ -230,3 +232,62 @@ def test_a_fresh_real_rollout_of_several_mb_with_several_compactions(tmp_path):
         shutil.copyfile(tmp_path / "run" / "transcripts" / rollout.name, resumed)
         sent = sent_history(tmp_path / "codex", fake, resumed)
     assert [key(i) for i in sent] == [key(i) for i in replacement]
+
+
+# -- rollouts of the built-in provider -------------------------------------------------
+
+def with_built_in_provider(rollout: Path, folder: Path) -> Path:
+    """`rollout` as a real one is: its thread's provider the built-in `openai` (the session_meta and every
+    thread_settings_applied event say so), under the same name in `folder`, one compact JSON line each as Codex
+    writes them."""
+    def named(value):
+        if isinstance(value, dict):
+            return {k: BUILT_IN if k in ("model_provider", "model_provider_id") else named(v) for k, v in value.items()}
+        return [named(v) for v in value] if isinstance(value, list) else value
+    out = folder / rollout.name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(named(line), ensure_ascii=False, separators=(",", ":")) + "\n"
+                           for line in lines_of(rollout)), encoding="utf-8")
+    return out
+
+
+def test_codex_resumes_our_compaction_of_a_rollout_that_names_the_built_in_openai_provider(tmp_path):
+    """Codex refuses to change a thread's provider on resume: the fake stands in for the built-in one
+    (openai_base_url), and Codex loads exactly our compaction."""
+    need_codex()
+    source = with_built_in_provider(FIXTURE, tmp_path / "in")
+    assert lines_of(source)[0]["payload"]["model_provider"] == "openai"
+    row, out = compacted_run(tmp_path, source, "model.context_length=8000", "compression.protect_last_n=6",
+                             "quiet=true")
+    assert row["status"] == "compacted" and out[:-1] == lines_of(source)
+    resumed = tmp_path / "resume-me" / source.name
+    resumed.parent.mkdir()
+    shutil.copyfile(tmp_path / "run" / "transcripts" / source.name, resumed)
+    with FakeResponses(calls_per_turn=1) as fake:
+        sent = sent_history(tmp_path / "codex", fake, resumed)
+        looks = [r.status for r in fake.server.requests if r.method == "GET"]
+    assert [key(i) for i in sent] == [key(i) for i in out[-1]["payload"]["replacement_history"]]
+    assert looks == [426]      # the built-in provider asked once for a WebSocket, and was told to use HTTP
+
+
+def test_the_resume_command_resumes_a_codex_rollout_and_says_what_codex_loaded(tmp_path):
+    """`python -m testkit.resume ROLLOUT`: the agent told by the file, whatever its name (the copy Codex resumes
+    gets the name Codex gives a rollout), each history item Codex sent printed, exit status 0; a rollout with no
+    history (its session_meta alone) loads nothing, exit status 1."""
+    need_codex()
+    source = with_built_in_provider(FIXTURE, tmp_path / "in")
+    source = source.rename(source.with_name("my-codex-session.jsonl"))
+    done = subprocess.run([sys.executable, "-m", "testkit.resume", str(source)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = done.stdout.splitlines()
+    assert shown[-1] == f"{len(SENT)} history item(s) sent; agent exit status 0"
+    assert [line.split(":")[0].split()[1] for line in shown[:-1]] == [i.get("role") or i["type"] for i in SENT]
+    assert shown[-2].endswith(item_text(SENT[-1]))         # the last item, the closing message, in full
+    empty = tmp_path / "empty" / source.name
+    empty.parent.mkdir()
+    empty.write_text(source.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    nothing = subprocess.run([sys.executable, "-m", "testkit.resume", "--agent", "codex", str(empty)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=300)
+    assert nothing.returncode == 1, nothing.stdout + nothing.stderr
+    assert nothing.stdout.splitlines()[-1].startswith("0 history item(s) sent")

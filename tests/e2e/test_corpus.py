@@ -16,10 +16,10 @@ import pytest
 
 from hermes_pipeline.formats import CONVERSATION, detect_format_in, get_format
 from hermes_pipeline.formats.roundtrip import public
-from hermes_pipeline.jsonl import Record, encode_lines, read_records
-from hermes_pipeline.repair import repair_tool_pairing
+from hermes_pipeline.inputs.jsonl import Record, encode_lines, read_records
+from hermes_pipeline.inputs.repair import repair_tool_pairing
 from hermes_pipeline.transcript import Conversation, is_summary_message
-from tests.helpers.accounting import check_accounting
+from testkit.accounting import check_accounting
 from testkit.env import CORPUS, REAL, read_jsonl, run_cli, shared
 from testkit.validity import problems
 
@@ -123,7 +123,7 @@ def test_written_outputs_round_trip_exactly(tmp_path_factory, item):
     fmt, layout = detect_format_in(i.value for i in items)
     assert fmt.name == expected_format(path)
     conversations = [c for c in fmt.read(iter(items), str(out), layout) if isinstance(c, Conversation)]
-    # a conversation left as it was is written as the line it was read from (conversation_job.py)
+    # a conversation left as it was is written as the line it was read from (run/conversation_job.py)
     as_run_writes = lambda c: c.raw_line.rstrip(b"\n") + b"\n" if c.raw_line is not None and not c.notes \
         else encode_lines(fmt.write(c, layout))
     assert b"".join(as_run_writes(c) for c in conversations) == out.read_bytes()

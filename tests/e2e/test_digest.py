@@ -8,8 +8,8 @@ import pytest
 
 from hermes_pipeline.analysis.probes import Probes
 from hermes_pipeline.analysis.score import KINDS
-from hermes_pipeline.summarizers import prompt as P
-from hermes_pipeline.summarizers.digest import LONG_OUTPUT_CHARS, digest_middle
+from hermes_pipeline.summarizers.llm import prompt as P
+from hermes_pipeline.summarizers.llm.digest import LONG_OUTPUT_CHARS, digest_middle
 from hermes_pipeline.testing.fake_provider import FakeProvider
 from hermes_pipeline.tokens import TokenCounter
 from testkit.env import LONG_SESSIONS, shared
@@ -70,8 +70,8 @@ def test_an_output_whose_digest_would_not_halve_it_is_sent_whole():
 
 def test_the_digest_is_what_the_model_reads(tmp_path, monkeypatch):
     """The request itself, through the real SDK: digest by default, the whole output with input=full."""
-    from hermes_pipeline.summarizers.anthropic import AnthropicSummarizer
     from hermes_pipeline.summarizers.base import SummaryRequest
+    from hermes_pipeline.summarizers.llm.anthropic import AnthropicSummarizer
     monkeypatch.setenv("ANTHROPIC_API_KEY", "digest-test")
     sent = {}
     with FakeProvider() as fake:

@@ -106,7 +106,6 @@ def test_the_dry_run_prices_the_very_request_a_run_sends(tmp_path):
 
 def test_batch_pricing_is_read_from_summarizer_batch_enabled_and_false_without_it(composed_config):
     from hermes_pipeline.components import build_summarizer
-    from hermes_pipeline.dry_run import dry_run_summarizer
     cfg = composed_config("summarizer=anthropic", "dry_run=true")
     plain = build_summarizer(cfg)
     OmegaConf.set_struct(cfg, False)

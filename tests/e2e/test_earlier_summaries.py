@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from hermes_pipeline.engine.plan import previous_summary_text
+from hermes_pipeline.stages.plan import previous_summary_text
 from hermes_pipeline.transcript import Conversation, is_summary_message, message_text
 from testkit.builders import assistant, calls, engine_for, result, system, user
 from testkit.env import LONG_SESSIONS, read_jsonl, run_cli, shared

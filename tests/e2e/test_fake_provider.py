@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+
 import anthropic
 import openai
 import pytest

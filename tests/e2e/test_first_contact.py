@@ -64,7 +64,7 @@ def test_help_explains_every_key_with_its_default():
                 "summarizer.retry.attempts", "runner.processes", "context.engine", "input.path"):
         assert f"{key} = " in text, key
     assert "hermes-pipeline input=" in text                      # the common commands
-    # what a folder input reads, as the README says (not only *.jsonl)
+    # what a folder input reads, as docs/formats.md says (not only *.jsonl)
     assert "every *.jsonl below a folder" not in text and ".json, .ndjson" in text and ".gz/.zst" in text
     assert "Exit status" in text
 
@@ -104,6 +104,59 @@ def test_a_wrong_key_or_value_is_said_in_one_line_before_hydra_composes(tmp_path
     assert result.returncode == 1
     assert said in result.stderr and "HYDRA_FULL_ERROR" not in result.stderr, result.stderr
     assert result.stderr.count("\n") == 1 and not (tmp_path / "run").exists()
+
+
+def console_scripts() -> dict[str, str]:
+    """The commands pyproject.toml installs: name -> module:function."""
+    import tomllib
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+
+
+def command(name: str, *args: str, cwd=ROOT):
+    """A console script as pip installs it: its entry point called with sys.argv set, its return the status."""
+    module, function = console_scripts()[name].split(":")
+    code = f"import sys; from {module} import {function}; sys.argv[0] = {name!r}; sys.exit({function}())"
+    full_env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, env=full_env,
+                          timeout=120)
+
+
+# argparse's usage errors exit 2, which hermes-pipeline's exit table gives to quarantined records (issue 31)
+USAGE_ERRORS = {
+    "hermes-pipeline": [(["--input", "samples"], "unknown option --input: settings are key=value (input=samples)"),
+                        (["--input=samples"], "unknown option --input=samples: settings are key=value (input=samples)"),
+                        (["-x", "input=samples"], "unknown option -x"),
+                        (["--cfg", "jobs"], "argument --cfg/-c: invalid choice: 'jobs'"),
+                        (["--resolve", "input=samples"], "--resolve goes with --cfg"),
+                        (["--shell-completion"], "--shell-completion needs install=SHELL, uninstall=SHELL or query="),
+                        (["--experimental-rerun", "/no/such/config.pickle"], "/no/such/config.pickle: no such file"),
+                        (["input", "samples"], "Error parsing override 'input'")],
+    "hermes-pipeline-show": [([], "the following arguments are required: RUN_DIR, ID"),
+                             (["runs/x", "id", "--fulll"], "unrecognized arguments: --fulll")],
+    "hermes-pipeline-report": [([], "the following arguments are required: dirs"),
+                               (["runs/x", "--out"], "argument --out: expected one argument")],
+    "hermes-pipeline-lcm": [([], "the following arguments are required: --store, command"),
+                            (["--store", "lcm.sqlite", "grepp", "x"], "invalid choice: 'grepp'"),
+                            (["--store", "lcm.sqlite", "grep", "--limit", "ten", "x"], "invalid int value: 'ten'"),
+                            (["--store", "/no/such/lcm.sqlite", "list"], "no lcm store at /no/such/lcm.sqlite")],
+    "hermes-pipeline-score": [([], "the following arguments are required: original, compacted"),
+                              (["a.jsonl", "b.jsonl", "--jsn"], "unrecognized arguments: --jsn"),
+                              (["/no/such.jsonl", "b.jsonl"], "/no/such.jsonl: no such file")],
+}
+
+
+def test_every_command_has_its_usage_errors_tried():
+    assert set(console_scripts()) == set(USAGE_ERRORS)
+
+
+@pytest.mark.parametrize("name, args, said", [(name, args, said) for name, cases in USAGE_ERRORS.items()
+                                              for args, said in cases],
+                         ids=[f"{name} {' '.join(args)}" for name, cases in USAGE_ERRORS.items() for args, _ in cases])
+def test_a_usage_error_of_any_command_exits_1_saying_what_is_wrong(tmp_path, name, args, said):
+    result = command(name, *args, cwd=tmp_path)
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert said in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and not list(tmp_path.iterdir())     # nothing written, no run folder
 
 
 def test_a_wrong_provider_model_fails_at_start_up(tmp_path):
@@ -183,7 +236,7 @@ def test_cli_log_tells_the_run_and_a_quiet_run_names_its_quarantine(tmp_path):
 
 
 def test_the_results_table_is_boxed_with_values_right_aligned():
-    from hermes_pipeline.console import render_table
+    from hermes_pipeline.reports.console import render_table
     text = render_table("hermes-pipeline run", ("measure", "value"),
                         [("compacted", "40"), ("tokens before", "5,345,395"), ("files changed kept", "1265/1265")])
     lines = text.splitlines()

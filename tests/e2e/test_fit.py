@@ -1,6 +1,6 @@
 """Every output fits the safety net's share of the context, or says why not (issue 19, engine/context_fit.py).
 
-The measure is the README's: exact cl100k count x model.token_scale <= hygiene.threshold x
+The measure is docs/compaction.md's: exact cl100k count x model.token_scale <= hygiene.threshold x
 model.context_length (with the Claude model of the default config, token_scale 1.20). Each shrink
 step is shown on a conversation built so that it is the step that makes it fit; the real shared
 logs are checked at 16K, 32K and 64K through the command line.
@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from hermes_pipeline.engine.context_fit import MIN_SUMMARY_TOKENS
-from hermes_pipeline.engine.plan import make_plan
-from hermes_pipeline.formats import CONVERSATION
 from hermes_pipeline.formats.roundtrip import public
-from hermes_pipeline.repair import repair_tool_pairing
+from hermes_pipeline.inputs.repair import repair_tool_pairing
+from hermes_pipeline.stages.plan import make_plan
 from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT
 from hermes_pipeline.testing.fake_provider import FakeProvider
 from hermes_pipeline.tokens import TokenCounter

@@ -1,10 +1,10 @@
-"""The default pipeline writes exactly the golden bytes (tests/helpers/golden.py says how to update them)."""
+"""The default pipeline writes exactly the golden bytes (testkit/golden.py says how to update them)."""
 import json
 
 import pytest
 
 from testkit.env import shared
-from tests.helpers.golden import CASES, GOLDEN, case_input, digests
+from testkit.golden import CASES, GOLDEN, case_input, digests
 
 KNOWN = json.loads(GOLDEN.read_text())
 

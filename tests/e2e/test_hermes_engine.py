@@ -11,11 +11,11 @@ import csv
 from pathlib import Path
 
 import pytest
-
 from agent.context_compressor import SUMMARY_PREFIX as HERMES_SUMMARY_PREFIX
+
 from hermes_pipeline.testing.fake_provider import FakeProvider, auth_error, server_error
 from hermes_pipeline.transcript import message_text, pairing_problems
-from tests.helpers.accounting import check_accounting
+from testkit.accounting import check_accounting
 from testkit.env import LONG_SESSIONS, ROOT, read_jsonl, run_cli, run_module, shared
 from testkit.sessions import read_conversations
 

@@ -1,4 +1,4 @@
-"""Context-engine plugins written for the Hermes agent, run unmodified (SPEC §1).
+"""Context-engine plugins written for the Hermes agent, run unmodified.
 
 The plugins subclass the real `agent.context_engine.ContextEngine` of the pinned
 hermes-agent (the [hermes] extra, in the test environment) and are laid out the way
@@ -18,6 +18,7 @@ from hermes_pipeline.engine.hermes_abi import output_problem, removed_indices, s
 from hermes_pipeline.engine.plugins import resolve_engine
 from testkit.env import read_jsonl
 from tests.e2e.test_plugins import SAMPLE, run_in, workdir  # noqa: F401 - the fixture: a user's own working folder
+
 MARKER = "[marker from a Hermes plugin]"
 
 # Appends one message, saying what Hermes' interface handed it: the message list and the context.

@@ -17,8 +17,17 @@ import pytest
 from hermes_pipeline.formats.hermes_store.format import SUMMARY_PREFIX
 from hermes_pipeline.transcript import COMPACTION_NOTE, text_of
 from testkit.env import read_jsonl, run_cli
-from tests.helpers.hermes_store import (
-    LONG, PICTURE, SHORT, SYSTEM, build_store, gateway_transcript, resumed, rows, session_db,
+from testkit.hermes_store import (
+    LONG,
+    PICTURE,
+    SHORT,
+    SYSTEM,
+    as_another_version,
+    build_store,
+    gateway_transcript,
+    resumed,
+    rows,
+    session_db,
 )
 from testkit.validity import normalize
 
@@ -216,3 +225,66 @@ def test_without_incremental_a_locked_session_is_not_counted_compacted(compacted
     result = run_cli(tmp_path / "run", f"input={copy}", *SMALL, "output.native.store=in_place")
     assert result.returncode == 0, result.stderr
     _listed_as_left_alone(tmp_path / "run")
+
+
+# -- stores of other Hermes releases (issue 31 item 7) --------------------------------------------
+
+KNOWS = "schema_version 22 (hermes-agent 0.19.0)"
+
+
+def _store_copy(store, folder, version, prompts_moved=False):
+    copy = folder / "home" / "state.db"
+    copy.parent.mkdir(parents=True)
+    shutil.copyfile(store, copy)
+    return as_another_version(copy, version, prompts_moved)
+
+
+def test_a_store_of_another_schema_version_is_compacted_in_a_copy_saying_so(compacted, tmp_path):
+    """Same tables and columns, another version: read and compacted into a copy, the run log naming both versions."""
+    _, store, _, _, ours = compacted
+    other = _store_copy(store, tmp_path, 23)
+    before = other.read_bytes()
+    result = run_cli(tmp_path / "run", f"input={other}", *SMALL)
+    assert result.returncode == 0, result.stderr
+    assert {r["id"]: r["status"] for r in read_jsonl(tmp_path / "run" / "manifest.jsonl")}[LONG] == "compacted"
+    written = tmp_path / "run" / "transcripts" / "state.db"
+    assert [_view(m) for m in resumed(written, LONG)] == [_view(m) for m in ours[LONG] if m["role"] != "system"]
+    log = (tmp_path / "run" / "cli.log").read_text()
+    assert f"{other}: a Hermes store of schema_version 23, which this release was not tested with (it knows " \
+        f"{KNOWS})" in log
+    assert other.read_bytes() == before
+
+
+@pytest.mark.parametrize("version, prompts_moved, said", [
+    (23, False, "is a Hermes store of schema_version 23"),
+    (24, True, "is a Hermes store of schema_version 24"),
+    (22, True, "is a Hermes store of schema_version 22, sessions.system_prompt missing"),
+    (None, False, "is a Hermes store of no schema_version"),
+], ids=["newer-version", "prompts-moved", "version-22-other-layout", "no-version"])
+def test_in_place_into_a_store_of_a_layout_this_release_does_not_know_is_refused(compacted, tmp_path, version,
+                                                                                 prompts_moved, said):
+    _, store, _, _, _ = compacted
+    other = _store_copy(store, tmp_path, version, prompts_moved)
+    before, content = other.read_bytes(), rows(other) if not prompts_moved else None
+    result = run_cli(tmp_path / "run", f"input={other}", *SMALL, "output.native.store=in_place")
+    assert result.returncode == 1, result.stderr
+    assert f"output.native.store=in_place: {other} {said}" in result.stderr, result.stderr
+    assert f"this release knows {KNOWS} only" in result.stderr and "Traceback" not in result.stderr
+    assert other.read_bytes() == before and (prompts_moved or rows(other) == content)
+    assert not (tmp_path / "run" / "manifest.jsonl").exists()              # nothing read
+
+
+def test_a_store_whose_layout_moved_is_set_aside_naming_the_file_and_nothing_is_written(compacted, tmp_path):
+    """The system prompts in a table of their own: the reader would load every session without its prompt, and
+    the writer could not store the compaction's; so its copy is not made either: one quarantine entry says why."""
+    _, store, _, _, _ = compacted
+    other = _store_copy(store, tmp_path, 24, prompts_moved=True)
+    before = other.read_bytes()
+    result = run_cli(tmp_path / "run", f"input={other}", *SMALL)
+    assert result.returncode == 2, result.stderr
+    [entry] = read_jsonl(tmp_path / "run" / "quarantine.jsonl")
+    assert entry["source"] == f"{other}:0"
+    assert f"{other}:0: a Hermes store of schema_version 24 that this release cannot read " \
+           f"(sessions.system_prompt missing; it knows {KNOWS}); nothing read or written" in entry["reason"]
+    assert [r["status"] for r in read_jsonl(tmp_path / "run" / "manifest.jsonl")] == ["quarantined"]
+    assert not (tmp_path / "run" / "transcripts" / "state.db").exists() and other.read_bytes() == before

@@ -9,11 +9,10 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-import pytest
 import zstandard
 
-from hermes_pipeline.input_files import BINARY, DOCUMENT, JSONL, TEXT, read_input, sniff
-from hermes_pipeline.jsonl import Rejected, Unparsed
+from hermes_pipeline.inputs.contents import BINARY, DOCUMENT, JSONL, TEXT, read_input, sniff
+from hermes_pipeline.inputs.jsonl import Rejected, Unparsed
 from hermes_pipeline.show import main as show_main
 from testkit.env import CORPUS, REAL, ROOT, TAU_BENCH, read_jsonl, run_cli, shared
 
@@ -24,10 +23,10 @@ def statuses(run: Path) -> Counter:
     return Counter(row["status"] for row in read_jsonl(run / "manifest.jsonl"))
 
 
-def tau_bench_array(path: Path) -> Path:
-    """The corpus' tau-bench runs laid out as tau-bench's own historical_trajectories/*.json files: one
-    indented JSON array of {task_id, trial, reward, info, traj}."""
-    records = read_jsonl(shared(TAU_CORPUS))
+def tau_bench_array(path: Path, source: Path | None = None) -> Path:
+    """The corpus' tau-bench runs (or those of `source`) laid out as tau-bench's own
+    historical_trajectories/*.json files: one indented JSON array of {task_id, trial, reward, info, traj}."""
+    records = read_jsonl(source or shared(TAU_CORPUS))
     runs = [{"task_id": r["metadata"]["task_id"], "trial": r["metadata"]["trial"], "reward": r["metadata"]["reward"],
              "info": {"task": {"user_id": r["id"]}, "source": "user",
                       "reward_info": {"reward": r["metadata"]["reward"]}},
@@ -109,6 +108,127 @@ def test_a_broken_or_oversized_document_says_where(tmp_path):
     lines = tmp_path / "arrays.jsonl"                    # JSON Lines whose values are arrays stay lines
     lines.write_text("[1, 2]\n[3]\n")
     assert sniff(lines).kind == JSONL
+
+
+# -- JSON documents: what did not change comes back byte for byte ------------------------
+
+def swe_agent_traj(path: Path) -> Path:
+    """A trajectory laid out as SWE-agent writes its `.traj` files (`json.dumps(data, indent=2)`, no final
+    newline): the chat messages under `history`, the steps under `trajectory`, the outcome under `info`.
+    Synthetic (no real one can be shipped): the messages are a real tau-bench conversation's."""
+    messages = read_jsonl(TAU_BENCH)[7]["messages"]
+    history = [{**m, "agent": "main", "message_type": "observation" if m["role"] == "tool" else m["role"]}
+               for m in messages]
+    steps = [{"action": m["content"] or "", "observation": "", "thought": "", "state": "{}"}
+             for m in messages if m["role"] == "assistant"]
+    data = {"environment": "swe_main", "trajectory": steps, "history": history,
+            "info": {"exit_status": "submitted", "model_stats": {"instance_cost": 0.41, "api_calls": len(steps)}},
+            "replay_config": "{}"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+def windows_messages(path: Path) -> Path:
+    """One conversation as an array of chat messages (one message an element), as a Windows tool writes it:
+    a byte order mark, CRLF line ends, tab indentation, `", "` separators inside the elements."""
+    messages = read_jsonl(TAU_BENCH)[3]["messages"]
+    text = "\ufeff[\r\n\t" + ",\r\n\t".join(json.dumps(m) for m in messages) + "\r\n]\r\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8"))
+    return path
+
+
+def decompressed(path: Path) -> bytes:
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        return gzip.decompress(data)
+    if path.suffix == ".zst":
+        with zstandard.ZstdDecompressor().stream_reader(data) as reader:
+            return reader.read()
+    return data
+
+
+def test_json_documents_a_run_leaves_unchanged_come_back_byte_for_byte(tmp_path):
+    """The issue's 22 of 22: an indented .traj, a tau-bench array (plain, .gz and .zst: the decompressed text
+    is the same bytes) and a messages array with a BOM, CRLF and tabs, none compacted, are written as read;
+    so is a file of one message a line (the same conversation), lines as json.dumps writes them."""
+    folder = tmp_path / "in"
+    inputs = [swe_agent_traj(folder / "swe" / "django__django-11099.traj"),
+              tau_bench_array(folder / "tau" / "gpt-4o-airline.json", TAU_BENCH),
+              windows_messages(folder / "win" / "session.json")]
+    inputs.append(folder / "lines" / "session.jsonl")
+    inputs[-1].parent.mkdir()
+    inputs[-1].write_text("".join(json.dumps(m) + "\n" for m in read_jsonl(TAU_BENCH)[3]["messages"]))
+    for suffix, compress in ((".gz", gzip.compress), (".zst", zstandard.ZstdCompressor(level=19).compress)):
+        packed = folder / "packed" / f"airline.json{suffix}"
+        packed.parent.mkdir(exist_ok=True)
+        packed.write_bytes(compress(inputs[1].read_bytes()))
+        inputs.append(packed)
+    result = run_cli(tmp_path / "run", f"input={folder}", "quiet=true")
+    assert result.returncode == 0, result.stderr
+    assert statuses(tmp_path / "run") == {"unchanged": 1 + 40 + 1 + 1 + 40 + 40}
+    for source in inputs:
+        written = tmp_path / "run" / "transcripts" / source.relative_to(folder)
+        assert decompressed(written) == decompressed(source), source.name
+    assert (tmp_path / "run" / "transcripts" / "packed" / "airline.json.gz").read_bytes()[:2] == b"\x1f\x8b"
+
+
+def _document_as_written(source_values: list, written: list, rows: list[dict]) -> bytes:
+    """What a run must write for an array laid out as json.dumps(indent=2) lays it out: each unchanged
+    element as it was (its own indentation), each compacted one re-serialized, the array's own separators."""
+    from hermes_pipeline.inputs.jsonl import dumps
+    parts = [json.dumps(o, indent=2).replace("\n", "\n  ").encode() if row["status"] == "unchanged" else dumps(w)
+             for o, w, row in zip(source_values, written, rows)]
+    return b"[\n  " + b",\n  ".join(parts) + b"\n]"
+
+
+def test_a_document_with_some_records_compacted_keeps_the_others_bytes_and_its_layout(tmp_path):
+    source = tau_bench_array(tmp_path / "in" / "gpt-4o-airline.json", TAU_BENCH)
+    traj = swe_agent_traj(tmp_path / "in" / "one.traj")
+    result = run_cli(tmp_path / "run", f"input={tmp_path / 'in'}", "model.context_length=8000", "quiet=true")
+    assert result.returncode == 0, result.stderr
+    rows = [r for r in read_jsonl(tmp_path / "run" / "manifest.jsonl") if "gpt-4o-airline" in r["source"]]
+    assert Counter(r["status"] for r in rows)["compacted"] >= 10 and Counter(r["status"] for r in rows)["unchanged"] >= 10
+    out = (tmp_path / "run" / "transcripts" / source.name).read_bytes()
+    written = json.loads(out)
+    assert out == _document_as_written(json.loads(source.read_text()), written, rows)
+    from hermes_pipeline.inputs.jsonl import dumps
+    traj_out = (tmp_path / "run" / "transcripts" / traj.name).read_bytes()     # compacted: re-serialized, no newline added
+    assert traj_out == dumps(json.loads(traj_out)) and json.loads(traj_out) != json.loads(traj.read_text())
+
+
+def test_a_compressed_document_killed_mid_file_then_changed_is_written_as_a_clean_run_writes_it(tmp_path):
+    """Incremental runs and kill -9 resume over a .json.gz: the same bytes as one clean run, and an element
+    changed in the input is the only one done again, the others kept as they were."""
+    plain = tau_bench_array(tmp_path / "src" / "airline.json", TAU_BENCH)
+    source = tmp_path / "in" / "airline.json.gz"
+    source.parent.mkdir()
+    source.write_bytes(gzip.compress(plain.read_bytes()))
+    settings = ("model.context_length=8000", "quiet=true")
+    clean = run_cli(tmp_path / "clean", f"input={source}", *settings)
+    assert clean.returncode == 0, clean.stderr
+    clean_out = (tmp_path / "clean" / "transcripts" / source.name).read_bytes()
+    rows = read_jsonl(tmp_path / "clean" / "manifest.jsonl")
+    assert gzip.decompress(clean_out) == _document_as_written(json.loads(plain.read_text()),
+                                                              json.loads(gzip.decompress(clean_out)), rows)
+    killed = run_cli(tmp_path / "runs" / "1", f"input={source.parent}", f"output.dir={tmp_path / 'out'}",
+                     "incremental=true", *settings, env={"HERMES_FAULT": "listed:9"})
+    assert killed.returncode < 0 and not (tmp_path / "out" / source.name).exists()
+    assert _nightly(tmp_path, "2").returncode == 0
+    assert (tmp_path / "out" / source.name).read_bytes() == clean_out
+    # one element changed tonight: only it is done again; the output is what a clean run of the new input writes
+    runs = json.loads(plain.read_text())
+    unchanged_at = next(i for i, row in enumerate(rows) if row["status"] == "unchanged")
+    runs[unchanged_at]["traj"][1]["content"] += " (and a window seat, please)"
+    plain.write_text(json.dumps(runs, indent=2))
+    source.write_bytes(gzip.compress(plain.read_bytes()))
+    assert _nightly(tmp_path, "3").returncode == 0
+    assert len(read_jsonl(tmp_path / "runs" / "3" / "manifest.jsonl")) == 1
+    again = run_cli(tmp_path / "clean2", f"input={source}", *settings)
+    assert again.returncode == 0
+    assert (tmp_path / "out" / source.name).read_bytes() == \
+        (tmp_path / "clean2" / "transcripts" / source.name).read_bytes()
 
 
 # -- not text, not read ------------------------------------------------------------------
@@ -238,15 +358,15 @@ def test_a_cut_short_archive_gives_its_lines_then_one_entry_saying_where(tmp_pat
     assert out == b"".join(TAU_BENCH.read_bytes().splitlines(keepends=True)[: len(rows) - 1])
 
 
-def test_home_paths_as_the_readme_gives_them_and_as_sh_passes_them(tmp_path, monkeypatch, capsys):
+def test_home_paths_as_the_docs_give_them_and_as_sh_passes_them(tmp_path, monkeypatch, capsys):
     """`~` reaches the tool unexpanded when quoted, or from sh (cron): Hydra's grammar refuses it, the tool
-    expands it. The README's several-inputs line, run as written, with HOME a folder of the test's own."""
+    expands it. The several-inputs line of docs/formats.md, run as written, with HOME a folder of the test's own."""
     home, cwd = tmp_path / "home", tmp_path / "cwd"
     for folder in (home / ".codex" / "sessions", cwd / "archive"):
         folder.mkdir(parents=True)
         shutil.copy(TAU_BENCH, folder / "chats.jsonl")
-    readme = (ROOT / "README.md").read_text()
-    line = next(l for l in readme.splitlines() if "several inputs (input.paths)" in l)
+    page = (ROOT / "docs" / "formats.md").read_text()
+    line = next(text for text in page.splitlines() if "several inputs (input.paths)" in text)
     args = shlex.split(line.split("#")[0])
     assert args[0] == "hermes-pipeline"
     run = run_cli(tmp_path / "run", *args[1:], "quiet=true", env={"HOME": str(home)}, cwd=cwd)

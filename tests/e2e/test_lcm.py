@@ -24,15 +24,15 @@ import pytest
 
 from hermes_pipeline.engine.lcm.engine import POINTER_LINE, input_record
 from hermes_pipeline.engine.lcm.store import LCMStore, message_text
-from hermes_pipeline.formats import CONVERSATION, detect_format_in, get_format
+from hermes_pipeline.formats import detect_format_in
 from hermes_pipeline.formats.roundtrip import public
-from hermes_pipeline.jsonl import Record, read_records
-from hermes_pipeline.repair import repair_tool_pairing
+from hermes_pipeline.inputs.jsonl import Record, read_records
+from hermes_pipeline.inputs.repair import repair_tool_pairing
 from hermes_pipeline.transcript import Conversation, is_summary_message
 from hermes_pipeline.transcript import message_text as visible_text
 from testkit.builders import engine_for
-from testkit.sessions import read_conversations
 from testkit.env import CORPUS, LONG_SESSIONS, REAL, TAU_BENCH, read_jsonl, run_cli, run_module, shared
+from testkit.sessions import read_conversations
 from testkit.synth import make_session
 from testkit.validity import our_summary, problems, written_problems
 
@@ -210,9 +210,9 @@ def test_the_command_line_reports_unknown_ids_bad_patterns_and_missing_stores(tm
     assert lcm(store, "expand", "not-a-pointer", script=True).returncode == 1
     assert lcm(store, "grep", "-F", "a string that no transcript has, surely 8c1e", script=True).returncode == 1
     bad = lcm(store, "grep", "([unclosed", script=True)
-    assert bad.returncode == 2 and "hermes-pipeline-lcm:" in bad.stderr
+    assert bad.returncode == 1 and "hermes-pipeline-lcm: error:" in bad.stderr     # never 2 (issue 31)
     absent = lcm(tmp_path / "none.sqlite", "list", script=True)
-    assert absent.returncode == 2 and not (tmp_path / "none.sqlite").exists()    # reading never creates one
+    assert absent.returncode == 1 and not (tmp_path / "none.sqlite").exists()    # reading never creates one
     listed = lcm(store, "list", script=True).stdout.splitlines()
     rows, _ = rows_of(run_dir)
     assert {line.split("\t")[0] for line in listed} == {r["lcm_record"][4:] for r in rows}

@@ -13,13 +13,22 @@ import pytest
 
 from hermes_pipeline.components import build
 from hermes_pipeline.config import ConfigError
-from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import SECTIONS, SummarizerFatalError, SummaryRequest
-from hermes_pipeline.summarizers.anthropic import AnthropicSummarizer
-from hermes_pipeline.summarizers.openai import OpenAISummarizer
+from hermes_pipeline.summarizers.llm import prompt as P
+from hermes_pipeline.summarizers.llm.anthropic import AnthropicSummarizer
+from hermes_pipeline.summarizers.llm.openai import OpenAISummarizer
 from hermes_pipeline.testing.fake_provider import (
-    FakeProvider, auth_error, context_length, empty, forbidden, hang, insufficient_quota, overloaded, rate_limit,
-    server_error, truncated,
+    FakeProvider,
+    auth_error,
+    context_length,
+    empty,
+    forbidden,
+    hang,
+    insufficient_quota,
+    overloaded,
+    rate_limit,
+    server_error,
+    truncated,
 )
 
 ANTHROPIC_KEY = "sk-ant-" + "api03-TESTKEY-0123456789abcdefABCDEF"   # fake; built so no key-shaped literal is tracked
@@ -240,7 +249,7 @@ RETRIED = {
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("fault", sorted(RETRIED))
 def test_transient_fault_is_retried_and_succeeds(make, fake, caplog, provider, fault):
-    caplog.set_level(logging.WARNING, logger="hermes_pipeline.summarizers.llm_calls")
+    caplog.set_level(logging.WARNING, logger="hermes_pipeline.summarizers.llm.calls")
     fake.script([RETRIED[fault]()])
     result = make(provider).summarize(request())
     assert result.fallback is None and has_all_sections(result.text)
@@ -527,7 +536,7 @@ def test_weather_does_not_open_the_circuit(make, fake, provider):
     results = [summarizer.summarize(request(x)) for x in "abcd"]
     assert [r.fallback is None for r in results] == [True, True, False, True]
     assert "429" in results[2].fallback and "circuit" not in results[2].fallback
-    assert fake.request_count == 10 and summarizer.calls._circuit_open is None
+    assert fake.request_count == 10 and summarizer.calls.breaker.opened is None
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -543,7 +552,7 @@ def test_a_context_length_error_is_split_even_when_the_circuit_is_open(make, fak
             return await send(params)
         except Exception as exc:
             if calls._classify(exc) == "too_long":
-                calls._circuit_open = "circuit open (other conversations' calls failed)"
+                calls.breaker.opened = "circuit open (other conversations' calls failed)"
             raise
 
     calls._send = opened_by_others_after_a_400

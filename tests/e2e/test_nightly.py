@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_pipeline.state import OutputLock
+from hermes_pipeline.run.incremental import OutputLock
 from testkit.env import REAL, ROOT, TAU_BENCH, read_jsonl, run_cli, wait_until_listed
 
 SETTINGS = ("model.context_length=8000",)
@@ -264,7 +264,7 @@ def test_a_second_run_on_the_same_output_dir_exits_3_naming_the_holder(archive):
 def test_a_stale_lock_of_a_dead_process_is_taken_over(archive):
     holder = subprocess.run([sys.executable, "-c", (
         "import os, signal, pathlib\n"
-        "from hermes_pipeline.state import OutputLock\n"
+        "from hermes_pipeline.run.incremental import OutputLock\n"
         f"OutputLock(pathlib.Path({str(archive / 'out')!r}), pathlib.Path('dead-run'))\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n")], cwd=ROOT)
     assert holder.returncode == -signal.SIGKILL

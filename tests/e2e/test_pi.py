@@ -6,11 +6,11 @@ from pathlib import Path
 
 from hermes_pipeline.formats import CONVERSATION, FORMATS, MESSAGE, detect_format, detect_format_in, get_format
 from hermes_pipeline.formats.roundtrip import public
-from hermes_pipeline.jsonl import Record, Rejected, read_records
-from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, pairing_problems
+from hermes_pipeline.inputs.jsonl import Record, Rejected, read_records
 from hermes_pipeline.tokens import TokenCounter
+from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, pairing_problems
 from testkit.env import LONG_SESSIONS, ROOT, read_jsonl, run_cli, shared
-from tests.helpers.pi_logs import version_1_of
+from testkit.pi_logs import version_1_of
 from testkit.validity import problems, summary_first_problems
 
 DATA = ROOT / "tests" / "data" / "formats"
@@ -220,5 +220,36 @@ def test_a_version_1_index_at_the_header_or_past_the_end_keeps_nothing(tmp_path)
 
 def test_a_nan_timestamp_is_no_time():
     """JSON logs may hold NaN (the fuzz test found a header with one): no time, not a failed conversation."""
-    from hermes_pipeline.formats.pi_writer import millis
+    from hermes_pipeline.formats.pi.writer import millis
     assert millis(float("nan")) is None and millis(float("inf")) is None and millis(1767600000000.0) == 1767600000000
+
+
+def test_a_command_the_user_ran_is_output_pruned_and_shortened_and_the_typed_command_stays(tmp_path):
+    """pi stores a user-run `!find .` as a bashExecution message; as the latest user message it must not be
+    kept whole at the expense of the summary: its output is cut like a tool output, the command stays."""
+    entries, parent = [HEADER], None
+    for i in range(60):
+        user = message(f"u{i}", parent, "user", f"step {i}: edit src/module_{i}.py and rerun its tests")
+        call = message(f"a{i}", f"u{i}", "assistant", [
+            {"type": "text", "text": f"Editing module {i}."},
+            {"type": "toolCall", "id": f"call_{i}", "name": "edit",
+             "arguments": {"path": f"src/module_{i}.py", "oldText": "x = 1", "newText": f"x = {i}"}}],
+            stopReason="toolUse")
+        result = message(f"r{i}", f"a{i}", "toolResult", [{"type": "text", "text": f"edited\n{'ok ' * 400}"}],
+                         toolCallId=f"call_{i}", toolName="edit", isError=False)
+        entries += [user, call, result]
+        parent = f"r{i}"
+    listing = "".join(f"./src/generated/part_{n:05d}/file_{n:05d}.json\n" for n in range(2200))   # ~95 KB: over what 32K allows
+    entries.append({"type": "message", "id": "bash", "parentId": parent, "timestamp": "2026-01-01T00:00:02Z",
+                    "message": {"role": "bashExecution", "command": "find .", "output": listing, "exitCode": 0,
+                                "cancelled": False, "truncated": False, "timestamp": 1767225602000}})
+    path = write_log(tmp_path / "session.jsonl", entries)
+    result = run_cli(tmp_path / "run", f"input={path}", "model.context_length=32000")
+    assert result.returncode == 0, result.stderr
+    (row,) = read_jsonl(tmp_path / "run" / "manifest.jsonl")
+    assert row["status"] == "compacted" and row["fits"] is True, row.get("fit_reason")
+    _, _, _, (after,) = read(tmp_path / "run" / "transcripts" / "session.jsonl")
+    text = "\n".join(json.dumps(m["content"]) for m in after.messages)
+    assert "Ran `find .`" in text and len(text) < len(listing)          # the command, not all its output
+    changed = [f"src/module_{i}.py" for i in range(60)]
+    assert sum(p in text for p in changed) >= 0.97 * len(changed)       # the summary kept its files

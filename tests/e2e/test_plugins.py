@@ -1,4 +1,4 @@
-"""Plugin context engines, resolved by the real command line (SPEC §1).
+"""Plugin context engines, resolved by the real command line.
 
 Each test writes a plugin the way a user would (a folder under
 plugins/context_engine/, or an installed package with an entry point) in a

@@ -5,8 +5,8 @@ import re
 from hermes_pipeline.analysis.earlier_trail import read_trail
 from hermes_pipeline.analysis.probes import extract_probes
 from hermes_pipeline.summarizers.base import Summarizer, SummaryRequest, SummaryResult
-from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
-from hermes_pipeline.summarizers.line_budget import ARTIFACT, USER_WORDS, Line, fit
+from hermes_pipeline.summarizers.embedded.sections import ARTIFACT, USER_WORDS, Line, fit
+from hermes_pipeline.summarizers.embedded.summarizer import ExtractiveSummarizer
 from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, message_text
 from testkit.builders import assistant, calls, engine_for, long_log, result, system, user

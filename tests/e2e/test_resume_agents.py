@@ -19,13 +19,13 @@ import pytest
 
 from hermes_pipeline.formats import CONVERSATION
 from hermes_pipeline.formats.anthropic import to_anthropic
+from hermes_pipeline.testing.fake_agent_api import AgentAPI
 from hermes_pipeline.transcript import SUMMARY_PREFIX
-from testkit.agent_api import AgentAPI
 from testkit.agents import Resumed, resume_claude, resume_pi
 from testkit.env import CORPUS, LONG_SESSIONS, read_jsonl, run_cli, shared
-from tests.helpers.pi_logs import version_1_of
-from testkit.sessions import read_conversations
+from testkit.pi_logs import version_1_of
 from testkit.resume_checks import claude_code_expected, mismatch, pi_expected, request_blocks, user_texts
+from testkit.sessions import read_conversations
 
 CONTEXTS = {"defaults": (), "32k": ("model.context_length=32000",),
             "small": ("model.context_length=8000", "compression.protect_last_n=4"),   # the short corpus logs too
@@ -74,8 +74,8 @@ def compact_and_resume(agent: str, folder: Path, context: tuple, api: AgentAPI, 
         source = Path(row["source"].rsplit(":", 1)[0])
         out = run_dir / "transcripts" / source.relative_to(folder)
         if row["status"] == "unchanged":      # the input itself, which the agent loads as it always did
-            assert [l for l in out.read_bytes().splitlines()] == [l for l in source.read_bytes().splitlines()
-                                                                 if l.strip()], out
+            kept_lines = out.read_bytes().splitlines()
+            assert kept_lines == [line for line in source.read_bytes().splitlines() if line.strip()], out
             continue
         assert row["status"] == "compacted" and row["native"]["lines_kept"], row
         original = originals(agent, source)
@@ -139,7 +139,7 @@ def test_a_session_we_compacted_twice_resumes_in_pi(api, tmp_path):
 
 
 def test_the_resume_command_a_reader_tries_says_what_the_agent_loaded(tmp_path):
-    """`python -m testkit.resume FILE` (the README's offline try): the agent is told by the file, the exit
+    """`python -m testkit.resume FILE` (the offline try in docs/formats.md): the agent is told by the file, the exit
     status is 0 for a session it loaded with nothing refused, 1 for one it could not load."""
     import subprocess
     import sys

@@ -11,10 +11,11 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hermes_pipeline.summarizers.base import SECTIONS, SummaryRequest
-from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
+from hermes_pipeline.summarizers.embedded.summarizer import ExtractiveSummarizer
 from hermes_pipeline.testing.fake_provider import FakeProvider
 from hermes_pipeline.transcript import is_summary_message, message_text
 from testkit.env import read_jsonl, run_cli
@@ -253,7 +254,7 @@ def test_the_llm_prompt_labels_tool_output_as_data(tmp_path, inputs):
 @given(st.lists(st.sampled_from(list(SECRETS) + ["plain words ", "Key: ", "x://y:z@w ", "\n", "tok_", "é"]),
                 max_size=6).map("".join), st.text(max_size=40))
 def test_the_quick_check_never_skips_text_a_pattern_would_redact(secretish, noise):
-    from hermes_pipeline.summarizers import redact
+    from hermes_pipeline.analysis import redact
     for text in (secretish, noise, noise + secretish):
         slow = text
         for pattern in redact._SECRET_PATTERNS:

@@ -10,11 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hermes_pipeline.formats import get_format
-from hermes_pipeline.show import read_conversations
 from hermes_pipeline.transcript import is_summary_message, message_text
-from testkit.sessions import read_conversations as read_back
 from testkit.env import REAL, TAU_BENCH, read_jsonl, run_cli
+from testkit.sessions import read_conversations as read_back
 
 SHOW = Path(sys.executable).with_name("hermes-pipeline-show")     # the installed console script
 SMALL = ("model.context_length=4000", "compression.protect_last_n=4")

@@ -7,8 +7,8 @@ from hydra.utils import instantiate
 
 from hermes_pipeline.analysis import conversation as analysis_module
 from hermes_pipeline.config import ConfigError
-from hermes_pipeline.engine.base import StageTools
 from hermes_pipeline.stages.assemble import AssembleStage
+from hermes_pipeline.stages.base import StageTools
 from hermes_pipeline.stages.cache_mark import CacheMarkStage
 from hermes_pipeline.stages.chain import StageChain
 from hermes_pipeline.stages.prune import PruneStage
@@ -26,7 +26,8 @@ def test_a_chain_without_assemble_is_refused_when_built():
 
 
 def test_a_stage_missing_what_it_needs_is_named():
-    with pytest.raises(ConfigError, match="stage 'assemble' needs summary, which the summarize stage provides, and the chain has it nowhere"):
+    needs = "stage 'assemble' needs summary, which the summarize stage provides, and the chain has it nowhere"
+    with pytest.raises(ConfigError, match=needs):
         StageChain((PruneStage(), AssembleStage(), CacheMarkStage()))
     with pytest.raises(ConfigError, match="stage 'score' needs assembled conversation"):
         StageChain((PruneStage(), SummarizeStage(), ScoreStage(), ))
@@ -57,8 +58,7 @@ def test_a_pipeline_without_assemble_exits_1_and_reads_nothing(tmp_path):
 
 def test_probes_are_made_once_per_conversation(monkeypatch):
     from hermes_pipeline.transcript import Conversation
-    from testkit.builders import engine_for
-    from testkit.builders import assistant, calls, result, system, user
+    from testkit.builders import assistant, calls, engine_for, result, system, user
     made = []
     real = analysis_module.extract_probes
     monkeypatch.setattr(analysis_module, "extract_probes", lambda *a, **k: made.append(1) or real(*a, **k))
@@ -101,6 +101,7 @@ def test_each_stage_counts_in_its_row_and_the_run_adds_them_up(corpus_run):
 
 def test_what_is_read_off_texts_is_remembered_per_conversation_only():
     import threading
+
     from hermes_pipeline.analysis.artifacts import call_arguments
     from hermes_pipeline.analysis.text_memo import TextMemo
     from hermes_pipeline.analysis.tool_output import error_lines

@@ -12,7 +12,7 @@ from testkit.env import ROOT, read_jsonl, run_cli, run_module
 SAMPLE = ROOT / "samples" / "tau-bench-airline.jsonl"
 # Turns further apart than either TTL: no cached prefix survives between requests, so a
 # smaller prompt is a cheaper one. With warm caches (the default 30 s) the summary calls and
-# the rewrites after each compaction cost more than a 4K context saves (see the README).
+# the rewrites after each compaction cost more than a 4K context saves (see docs/sweeps.md).
 SMALL = [f"input={SAMPLE}", "model.context_length=4000", "compression.protect_last_n=4", "replay.turn_gap_s=3700"]
 TIMING = ("seconds", "wall_seconds", "process_cpu_seconds", "mb_per_second", "conversations_per_second")
 
@@ -123,7 +123,7 @@ def test_joblib_launcher_gives_the_same_output_as_the_basic_one(tmp_path):
     drop = lambda rows: [{k: v for k, v in r.items() if k not in ("wall_seconds", "folder")} for r in rows]
     assert drop(basic) == drop(joblib)
     # one report over both sweeps: each joblib point has the same transcripts as its basic twin
-    report = run_module("hermes_pipeline.sweep_report", str(tmp_path / "basic" / "0"),
+    report = run_module("hermes_pipeline.reports.sweep", str(tmp_path / "basic" / "0"),
                              str(tmp_path / "basic" / "1"), str(tmp_path / "joblib" / "0"),
                              str(tmp_path / "joblib" / "1"), "--out", str(tmp_path / "both"), timeout=120)
     assert report.returncode == 0, report.stderr
@@ -140,7 +140,7 @@ def test_report_command_works_on_runs_without_replay_or_with_a_quality_score(tmp
     summary = json.loads((old / "summary.json").read_text())
     del summary["replay"]                      # a run folder from before the replay existed
     (old / "summary.json").write_text(json.dumps(summary))
-    result = run_module("hermes_pipeline.sweep_report", str(old), "--out", str(tmp_path / "r1"), timeout=120)
+    result = run_module("hermes_pipeline.reports.sweep", str(old), "--out", str(tmp_path / "r1"), timeout=120)
     assert result.returncode == 0, result.stderr
     (row,) = csv_rows(tmp_path / "r1" / "sweep.csv")
     assert row["replay_cost_usd"] == "" and row["pareto"] == "yes"
@@ -153,7 +153,7 @@ def test_report_command_works_on_runs_without_replay_or_with_a_quality_score(tmp
         summary["quality"] = {"score": score, "conversations": compacted}
         (folder / "summary.json").write_text(json.dumps(summary))
         expected.append(str(round((score * compacted + whole) / (compacted + whole), 4)))
-    from hermes_pipeline.sweep_report import write_report
+    from hermes_pipeline.reports.sweep import write_report
     written = write_report([old, scored], tmp_path / "r2")
     assert set(written) == {"csv", "md", "png"}
     assert "Quality: quality.score over every conversation" in written["md"].read_text()
@@ -161,15 +161,16 @@ def test_report_command_works_on_runs_without_replay_or_with_a_quality_score(tmp
 
 
 def test_report_command_says_so_when_there_is_nothing_to_report(tmp_path):
-    result = run_module("hermes_pipeline.sweep_report", str(tmp_path), timeout=120)
+    result = run_module("hermes_pipeline.reports.sweep", str(tmp_path), timeout=120)
     assert result.returncode == 1 and "no run folders" in result.stderr
 
 
 def test_manifest_replay_is_the_replay_of_the_stored_conversation(grid):
     """The run loop hands the engine's counts to the replay: the same figures as replaying directly."""
     from omegaconf import OmegaConf
-    from hermes_pipeline.replay_bill import replay
+
     from hermes_pipeline.components import replay_settings_from_config as settings_from_config
+    from hermes_pipeline.cost.replay import replay
     from hermes_pipeline.tokens import TokenCounter
     cfg = OmegaConf.load(grid / "1" / ".hydra" / "config.yaml")
     settings = settings_from_config(cfg)
@@ -204,7 +205,7 @@ def test_hydra_mode_multirun_given_as_an_override_still_sweeps(tmp_path):
 
 @pytest.fixture(scope="module")
 def on_off(tmp_path_factory):
-    """compression.enabled as a sweep axis, with the README's warm caches (a turn every 10 minutes, 1h TTL),
+    """compression.enabled as a sweep axis, with the warm caches of docs/sweeps.md (a turn every 10 minutes, 1h TTL),
     where compaction costs more than it saves on these short conversations."""
     folder = tmp_path_factory.mktemp("on-off") / "sweep"
     warm = [o for o in SMALL if not o.startswith("replay.turn_gap_s=")] + ["replay.turn_gap_s=600"]
@@ -231,7 +232,7 @@ def test_the_report_says_when_not_compacting_beats_every_point_and_would_not_fit
     folder, rows = on_off
     on = rows["true"]
     assert float(on["replay_cost_no_compression_usd"]) < float(on["replay_cost_usd"])   # warm caches: see above
-    from hermes_pipeline.sweep_report import write_report
+    from hermes_pipeline.reports.sweep import write_report
     text = write_report([folder / on["job"]], tmp_path / "out")["md"].read_text()
     assert "Not compacting at all would cost less than every point here" in text
     assert f"${float(on['replay_cost_no_compression_usd']):.4f}" in text
@@ -245,13 +246,13 @@ def test_the_report_says_when_not_compacting_beats_every_point_and_would_not_fit
 def test_the_report_warns_when_its_runs_read_different_conversations(tmp_path, grid, on_off):
     folder, rows = on_off
     other = folder / rows["true"]["job"]             # the samples at another turn gap: same conversations
-    same = run_module("hermes_pipeline.sweep_report", str(grid / "0"), str(other),
+    same = run_module("hermes_pipeline.reports.sweep", str(grid / "0"), str(other),
                            "--out", str(tmp_path / "same"), timeout=120)
     assert same.returncode == 0 and "warning" not in same.stderr
     unrelated, part = tmp_path / "unrelated", tmp_path / "part.jsonl"
     part.write_bytes(b"".join(Path(SAMPLE).read_bytes().splitlines(keepends=True)[:3]))   # another input
     assert run_cli(unrelated, f"input={part}", "model.context_length=4000").returncode == 0
-    result = run_module("hermes_pipeline.sweep_report", str(grid / "0"), str(unrelated),
+    result = run_module("hermes_pipeline.reports.sweep", str(grid / "0"), str(unrelated),
                              "--out", str(tmp_path / "mixed"), timeout=120)
     assert result.returncode == 0
     assert "did not read the same conversations" in result.stderr
@@ -261,7 +262,7 @@ def test_the_report_warns_when_its_runs_read_different_conversations(tmp_path, g
 def test_the_report_names_every_point_apart_and_shows_only_settings(tmp_path, grid, on_off):
     plain = tmp_path / "2"                              # a run folder named like the sweep's job 2
     assert run_cli(plain, *SMALL[:2], "quiet=true").returncode == 0
-    result = run_module("hermes_pipeline.sweep_report", str(grid / "2"), str(grid / "3"),
+    result = run_module("hermes_pipeline.reports.sweep", str(grid / "2"), str(grid / "3"),
                              str(plain), str(on_off[0]), "--out", str(tmp_path / "r"), timeout=120)
     assert result.returncode == 0, result.stderr
     assert "UserWarning" not in result.stderr          # the ✗ point of on_off is drawn without a warning
@@ -280,7 +281,7 @@ def test_a_run_that_did_not_finish_is_shown_as_such_and_kept_off_the_front(tmp_p
     summary = json.loads((killed / "summary.json").read_text())
     summary["status"] = "interrupted"
     (killed / "summary.json").write_text(json.dumps(summary))
-    from hermes_pipeline.sweep_report import write_report
+    from hermes_pipeline.reports.sweep import write_report
     written = write_report([grid / "2", killed], tmp_path / "r")
     rows = {r["job"]: r for r in csv_rows(written["csv"])}
     assert rows["killed"]["status"] == "interrupted" and rows["killed"]["pareto"] == ""
@@ -294,7 +295,7 @@ def test_a_run_that_did_not_finish_is_shown_as_such_and_kept_off_the_front(tmp_p
 def assert_readable(fig, points) -> None:
     """Everything drawn inside the figure, labels apart, the legend inside the plot, a line per bill
     without compaction."""
-    from hermes_pipeline.sweep_plot import _overlap
+    from hermes_pipeline.reports.sweep_plot import _overlap
     fig.canvas.draw()                   # as saved: axis labels are placed when drawn
     renderer = fig.canvas.get_renderer()
     [ax] = fig.axes
@@ -320,8 +321,8 @@ def assert_readable(fig, points) -> None:
 
 
 def test_the_plot_of_a_real_sweep_is_readable(grid):
-    from hermes_pipeline.sweep_plot import sweep_figure
-    from hermes_pipeline.sweep_report import find_points, override_keys, rank
+    from hermes_pipeline.reports.sweep import find_points, override_keys, rank
+    from hermes_pipeline.reports.sweep_plot import sweep_figure
     points, cost_axis, quality_axis = rank(find_points([grid]))
     fig = sweep_figure(points, override_keys(points)[0], cost_axis, quality_axis, str(grid))
     assert_readable(fig, points)
@@ -332,8 +333,8 @@ def test_the_plot_of_a_real_sweep_is_readable(grid):
 def test_the_plot_stays_readable_with_long_settings_many_points_and_dots_on_one_spot():
     """What cut the key at `context_length=320` and piled labels on each other: long values, 45 points,
     a dozen of them at one place (identical outputs), others close together."""
-    from hermes_pipeline.sweep_plot import KEY_LINES, sweep_figure
-    from hermes_pipeline.sweep_report import Point
+    from hermes_pipeline.reports.sweep import Point
+    from hermes_pipeline.reports.sweep_plot import KEY_LINES, sweep_figure
     varying = ["model.context_length", "compression.target_ratio", "prompt_caching.cache_ttl",
                "input.path", "summarizer"]
     points = []

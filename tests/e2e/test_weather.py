@@ -1,6 +1,6 @@
 """The LLM path in a busy API's weather: the real CLI and SDKs behind an independent fault injector.
 
-tests/helpers/weather.py answers one request in 11 as overloaded (529/503), one with a 429
+hermes_pipeline/testing/fake_weather.py answers one request in 11 as overloaded (529/503), one with a 429
 (retry-after 1 s) and one with a 500, and every request longer than its window with a 400
 "prompt is too long"; the rest reach the fake provider. The night starts with a burst of
 overloaded answers, as the real API sends them at busy hours. At a 16K context the shared long
@@ -15,8 +15,8 @@ import json
 import pytest
 
 from hermes_pipeline.testing.fake_provider import FakeProvider
+from hermes_pipeline.testing.fake_weather import WeatherProxy
 from testkit.env import CORPUS, LONG_SESSIONS, SHARED, read_jsonl, run_cli, shared
-from tests.helpers.weather import WeatherProxy
 
 MODELS = {"anthropic": ("claude-sonnet-4-6", "ANTHROPIC_API_KEY"), "openai": ("gpt-4o", "OPENAI_API_KEY")}   # live models
 WINDOW = 12_000      # tokens (a rough 4 characters each): the longest whole requests are refused and must be split

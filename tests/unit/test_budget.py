@@ -1,7 +1,7 @@
 import pytest
 
 from hermes_pipeline.components import budgets_from_config
-from hermes_pipeline.engine.plan import compute_budgets
+from hermes_pipeline.stages.plan import compute_budgets
 
 
 def test_worked_example_for_a_200k_model_with_defaults(composed_config):

@@ -2,12 +2,12 @@
 import pytest
 from omegaconf import OmegaConf
 
-from hermes_pipeline.calibration import calibrate, load_log
-from hermes_pipeline.replay_bill import Prices
+from hermes_pipeline.config.schema import ModelConfig
+from hermes_pipeline.cost.calibration import calibrate, load_log
 from testkit.env import CORPUS, LONG_SESSIONS, ROOT
 
 LOGS = [CORPUS / "claude-code-viewer", CORPUS / "claude-reliability", LONG_SESSIONS / "vsla-claude-sessions"]
-SONNET = OmegaConf.load(ROOT / "conf" / "model" / "claude-sonnet-4-5.yaml")
+SONNET = OmegaConf.merge(OmegaConf.structured(ModelConfig), OmegaConf.load(ROOT / "conf" / "model" / "claude-sonnet-4-5.yaml"))
 TOLERANCE = 0.20
 
 
@@ -17,7 +17,7 @@ def report():
     if missing:
         pytest.skip(f"recorded Claude Code logs not found: {', '.join(missing)} "
                     "(set HERMES_CORPUS / HERMES_LONG_SESSIONS)")
-    return calibrate(LOGS, Prices.of(SONNET.prices), float(SONNET.token_scale), int(SONNET.min_cache_tokens))
+    return calibrate(LOGS, SONNET)
 
 
 def test_replayed_input_bill_is_within_20_percent_in_total(report):

@@ -1,5 +1,7 @@
+import copy
+
 from hermes_pipeline.summarizers.base import SECTIONS, SummaryRequest
-from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
+from hermes_pipeline.summarizers.embedded.summarizer import ExtractiveSummarizer
 from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.transcript import Conversation, message_text
 from testkit.builders import assistant, calls, engine_for, long_log, result, user
@@ -58,6 +60,14 @@ def test_a_section_with_nothing_in_it_is_left_out():
     text = ExtractiveSummarizer().summarize(_request(middle)).text
     assert "(none)" not in text and "### Blocked" not in text and "## Key Decisions" not in text
     assert text.startswith("## Goal\n") and "## Progress\n### Done\n" in text
+
+
+def test_the_summarizer_leaves_the_messages_it_reads_as_they_were():
+    """The summarize stage hands it the conversation's own messages, not copies (secret_scan.py)."""
+    request = _request(_middle() + [user("Also keep the api_key=a1b2c3d4e5f6g7h8 out of the logs.")])
+    before = copy.deepcopy((request.head, request.middle))
+    ExtractiveSummarizer().summarize(request)
+    assert (request.head, request.middle) == before
 
 
 def test_same_input_same_bytes():

@@ -12,9 +12,15 @@ from hypothesis import strategies as st
 from hermes_pipeline.formats import CONVERSATION, MESSAGE, detect_format, detect_format_in, get_format
 from hermes_pipeline.formats.anthropic import KEY
 from hermes_pipeline.formats.roundtrip import public
-from hermes_pipeline.jsonl import Record, Rejected, read_records
+from hermes_pipeline.inputs.jsonl import Record, Rejected, read_records
 from hermes_pipeline.transcript import (
-    COMPACTION_NOTE, SUMMARY_PREFIX, Conversation, is_summary_message, message_text, pairing_problems, text_of,
+    COMPACTION_NOTE,
+    SUMMARY_PREFIX,
+    Conversation,
+    is_summary_message,
+    message_text,
+    pairing_problems,
+    text_of,
     tool_calls,
 )
 from testkit.env import CORPUS, REAL, ROOT, TAU_BENCH, examples, shared

@@ -25,10 +25,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes_pipeline.formats import CONVERSATION, FORMATS, MESSAGE
-from hermes_pipeline.jsonl import Rejected, read_records
+from hermes_pipeline.inputs.jsonl import Rejected, read_records
 from hermes_pipeline.transcript import Conversation
-from tests.helpers.accounting import check_accounting, read_rows
-from tests.helpers.archives import anthropic_export, pi_sessions, sharegpt_app
+from testkit.accounting import check_accounting, read_rows
+from testkit.archives import anthropic_export, pi_sessions, sharegpt_app
 from testkit.builders import engine_for, run_in_process
 from testkit.env import REAL, ROOT, TAU_BENCH, examples
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 
-from hermes_pipeline.summarizers import prompt as P
 from hermes_pipeline.summarizers.base import SECTIONS
+from hermes_pipeline.summarizers.llm import prompt as P
 from hermes_pipeline.transcript import SUMMARY_END, SUMMARY_PREFIX
 
 

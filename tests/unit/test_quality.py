@@ -1,16 +1,18 @@
 """The quality probes and score, on small hand-made conversations, and the Artifact Trail guard."""
 import json
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from testkit.builders import assistant, calls, result, system, user
 from hermes_pipeline.analysis.probes import extract_probes
 from hermes_pipeline.analysis.score import WEIGHTS, compaction_bounds, score
-from hermes_pipeline.run_folder import QualityTotals
-from hermes_pipeline.summarizers.artifact_trail import HEADING, artifact_trail_patch
-from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.analysis.tool_output import WantedIdentifiers, identifier_candidates
+from hermes_pipeline.run.run_folder import QualityTotals
+from hermes_pipeline.summarizers.base import Summarizer
+from hermes_pipeline.summarizers.llm.artifact_trail import HEADING, artifact_trail_patch
+from hermes_pipeline.tokens import TokenCounter
 from hermes_pipeline.transcript import SUMMARY_PREFIX
+from testkit.builders import assistant, calls, result, system, user
 
 
 def probes_of(middle, tail=(), head=None):
@@ -373,7 +375,7 @@ _LOG_FRAGMENTS = ["Error", "ValueError: bad", "Exception", "  E   assert 1", "E\
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(_LOG_FRAGMENTS), max_size=30))
 def test_error_lines_found_line_by_line_are_those_a_scan_of_the_whole_text_finds(parts):
-    from hermes_pipeline.analysis.tool_output import ERROR_PATTERNS, _LINE_START_PATTERNS, _error_hits
+    from hermes_pipeline.analysis.tool_output import _LINE_START_PATTERNS, ERROR_PATTERNS, _error_hits
     text = "".join(parts)
     whole = {m.start() for i in _LINE_START_PATTERNS for m in ERROR_PATTERNS[i].finditer(text)}
     assert whole <= _error_hits(text)
@@ -411,11 +413,12 @@ def test_identifiers_scanned_only_on_lines_holding_a_pattern_literal_are_those_o
 @given(st.text(alphabet=st.sampled_from(list("ab-_./=$#&;|<>()*?~ \t\n\r\x0b\x0c") + ["é", "\u00a0"]), max_size=40))
 def test_a_command_without_quotes_or_escapes_splits_as_shlex_splits_it(segment):
     import shlex
+
     from hermes_pipeline.analysis.artifacts import _words
     assert _words(segment) == shlex.split(segment, comments=False)
 
 
-class Chatty:
+class Chatty(Summarizer):
     """A summarizer whose bullets are mostly talk, like the old embedded summaries."""
     name = "chatty"
 
@@ -448,7 +451,7 @@ def test_each_row_counts_how_much_of_its_summary_is_talk():
 
 
 def test_the_results_table_heads_with_the_mean_the_worst_tenth_and_each_kinds_share():
-    from hermes_pipeline.console import table_rows
+    from hermes_pipeline.reports.console import table_rows
     totals = QualityTotals()
     for value in (1.0, 0.5):
         totals.add({"score": value, "open_tasks": {"kept": 1, "total": 2}, "files_written": {"kept": 3, "total": 3}})

@@ -4,7 +4,7 @@ import copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_pipeline.repair import UNKNOWN_TOOL, repair_tool_pairing
+from hermes_pipeline.inputs.repair import UNKNOWN_TOOL, repair_tool_pairing
 from hermes_pipeline.transcript import Conversation, pairing_problems, tool_calls
 
 ids = st.sampled_from(["a", "b", "c", None])

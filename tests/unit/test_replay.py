@@ -1,7 +1,7 @@
 """The replay cost model on a conversation worked out by hand, and its linear growth."""
 import pytest
 
-from hermes_pipeline.replay_bill import Prices, ReplaySettings, replay
+from hermes_pipeline.cost.replay import Prices, ReplaySettings, replay
 
 PRICES = Prices(input=3.0, output=15.0, cache_write_5m=3.75, cache_write_1h=6.0, cache_read=0.30)
 # role and token count of each message; the five assistant messages are the five requests
@@ -118,7 +118,8 @@ def test_replay_grows_linearly_and_reads_each_count_once():
 
 def test_settings_from_config_take_prices_ttl_and_the_summary_model(composed_config):
     from hermes_pipeline.components import replay_settings_from_config as settings_from_config
-    settings = settings_from_config(composed_config("prompt_caching.cache_ttl=1h", "auxiliary.compression.model=claude-haiku-4-5"))
+    config = composed_config("prompt_caching.cache_ttl=1h", "auxiliary.compression.model=claude-haiku-4-5")
+    settings = settings_from_config(config)
     assert settings.prices.cache_write_1h == 6.0 and settings.cache_ttl == "1h" and settings.caching
     assert settings.summary_prices.input == 1.0 and settings.summary_prices.output == 5.0   # Haiku's
     assert settings.token_scale == 1.2 and settings.min_cache_tokens == 1024

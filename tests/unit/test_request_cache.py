@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 
-from hermes_pipeline.summarizers.request_cache import RequestCache, request_key
+from hermes_pipeline.summarizers.llm.request_cache import RequestCache, request_key
 
 REQUEST = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
 

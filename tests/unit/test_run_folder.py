@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from hermes_pipeline.engine.base import Outcome
-from hermes_pipeline.exit_codes import EXIT_UNHEALTHY, exit_code
-from hermes_pipeline.run_folder import RunTotals, conversation_row
+from hermes_pipeline.run.exit_codes import EXIT_UNHEALTHY, exit_code
+from hermes_pipeline.run.run_folder import RunTotals, conversation_row
 from hermes_pipeline.summarizers.base import SummaryResult
 from hermes_pipeline.transcript import Conversation
 

@@ -2,13 +2,18 @@ import json
 from collections import Counter
 
 from hermes_pipeline.analysis.conversation import ConversationAnalysis
-from hermes_pipeline.engine.plan import (
-    Settings, choose_summary_role, compute_budgets, find_head_end, find_tail_start, make_plan,
-)
 from hermes_pipeline.analysis.probes import MAX_ERRORS, extract_probes
+from hermes_pipeline.config.schema import CompressionConfig
 from hermes_pipeline.stages.assemble import STUB_RESULT, sanitize_tool_pairs
 from hermes_pipeline.stages.base import Draft
 from hermes_pipeline.stages.cache_mark import apply_anthropic_cache_control, caching_policy, strip_cache_control
+from hermes_pipeline.stages.plan import (
+    choose_summary_role,
+    compute_budgets,
+    find_head_end,
+    find_tail_start,
+    make_plan,
+)
 from hermes_pipeline.stages.prune import PRUNED_TOOL_OUTPUT, PruneStage, shorten_arguments
 from hermes_pipeline.stages.score import cleared_errors, rate
 from hermes_pipeline.transcript import Conversation, is_summary_message, message_text, pairing_problems
@@ -87,7 +92,7 @@ def _plan(messages, tail_budget_context=4000, protect_last_n=4):
     from hermes_pipeline.tokens import TokenCounter
     counts = TokenCounter().count_messages(messages)
     return make_plan("c", messages, counts, compute_budgets(tail_budget_context, 0.5, 0.2, 0.85),
-                     Settings(protect_last_n=protect_last_n))
+                     CompressionConfig(protect_last_n=protect_last_n))
 
 
 def _prune(plan):
@@ -98,7 +103,8 @@ def _prune(plan):
 def test_prune_clears_long_middle_outputs_but_never_head_or_tail():
     messages = [system(), user("go"), assistant("ok")]
     for i in range(8):
-        messages += [calls((f"c{i}", "bash", {"command": f"run {i}"})), result(f"c{i}", "log line\n" * 60), assistant(f"step {i}")]
+        messages += [calls((f"c{i}", "bash", {"command": f"run {i}"})), result(f"c{i}", "log line\n" * 60),
+                     assistant(f"step {i}")]
     messages += [user("thanks"), assistant("bye")]
     copy = json.loads(json.dumps(messages))
     plan = _plan(messages)
@@ -267,7 +273,7 @@ def test_a_tail_widened_for_roles_is_still_verbatim():
 
 def test_a_single_prompt_then_only_the_agent_is_compacted_with_the_summary_in_the_first_tail_message():
     """No role fits between a head ending on the prompt and a tail opening with the agent: the summary is
-    merged into the first visible tail message, marked as prior context (REFERENCE §3), not given up on."""
+    merged into the first visible tail message, marked as prior context, not given up on."""
     messages = [system(), user("Port this project to Rust; keep the public API.")]
     for i in range(12):
         messages += [calls((f"c{i}", "bash", {"command": f"cargo build --step {i}"})),   # no text: invisible turns

@@ -4,9 +4,9 @@ System headers and used LaTeX macros are no names of the work; a file entry is a
 action; a note or task that only makes sense where it was said is left out; a user's sentence about
 themselves is no constraint.
 """
+from hermes_pipeline.analysis.code_names import names_in
 from hermes_pipeline.summarizers.base import SummaryRequest
-from hermes_pipeline.summarizers.code_names import names_in
-from hermes_pipeline.summarizers.extractive import ExtractiveSummarizer
+from hermes_pipeline.summarizers.embedded.summarizer import ExtractiveSummarizer
 from testkit.builders import assistant, calls, result, user
 from tests.unit.test_extractive import section
 

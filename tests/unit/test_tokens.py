@@ -4,13 +4,25 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from hermes_pipeline.jsonl import Record, read_records
+from hermes_pipeline.inputs.jsonl import Record, read_records
 from hermes_pipeline.tokens import (
-    ESTIMATE_CONVERSATION_ERROR, ESTIMATE_MESSAGE_RATIO, IMAGE_TOKENS, MESSAGE_OVERHEAD, CountCache, TokenCounter,
-    _parts, encoding, estimate_message_tokens, estimate_tokens, message_token_ceiling, rough_message_tokens,
-    rough_tokens, token_ceiling,
+    ESTIMATE_CONVERSATION_ERROR,
+    ESTIMATE_MESSAGE_RATIO,
+    IMAGE_TOKENS,
+    MESSAGE_OVERHEAD,
+    CountCache,
+    TokenCounter,
+    _parts,
+    encoding,
+    estimate_message_tokens,
+    estimate_tokens,
+    message_token_ceiling,
+    rough_message_tokens,
+    rough_tokens,
+    token_ceiling,
 )
 from testkit.env import CORPUS, LONG_SESSIONS, REAL, ROOT
 from testkit.sessions import read_conversations, string_leaves

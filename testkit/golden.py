@@ -1,6 +1,6 @@
 """Golden outputs: digests of what the default pipeline writes, to catch any unintended change.
 
-`python -m tests.helpers.golden` prints the digests of every case whose input is here;
+`python -m testkit.golden` prints the digests of every case whose input is here;
 a deliberate change of the output (a better summary, moved boundaries) updates
 tests/data/golden.json with `--update`, and its commit says why.
 """

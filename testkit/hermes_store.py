@@ -87,3 +87,23 @@ def gateway_transcript(path: Path, session_id: str, monkeypatch) -> list[dict]:
     finally:
         if store._db is not None:
             store._db.close()
+
+
+def as_another_version(path: Path, version: int | None, prompts_moved: bool = False) -> Path:
+    """A store made by hermes-agent 0.19.0 (schema_version 22), changed as another Hermes release leaves it: the
+    schema_version it records (None: no schema_version table, as before Hermes kept one), and with
+    `prompts_moved` the system prompts in a table of their own, no longer in `sessions` (as newer releases keep
+    them). Synthetic: no store of another release can be shipped."""
+    with closing(sqlite3.connect(path)) as db:
+        if version is None:
+            db.execute("DROP TABLE schema_version")
+        else:
+            db.execute("UPDATE schema_version SET version = ?", (version,))
+        if prompts_moved:
+            db.execute("CREATE TABLE session_system_prompts (session_id TEXT PRIMARY KEY REFERENCES sessions(id), "
+                       "system_prompt TEXT NOT NULL)")
+            db.execute("INSERT INTO session_system_prompts SELECT id, system_prompt FROM sessions "
+                       "WHERE system_prompt IS NOT NULL")
+            db.execute("ALTER TABLE sessions DROP COLUMN system_prompt")
+        db.commit()
+    return path

@@ -11,7 +11,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from hermes_pipeline.jsonl import BOM
+from hermes_pipeline.inputs.jsonl import BOM
 
 OK = ("compacted", "unchanged")
 BAD = ("quarantined", "failed")
