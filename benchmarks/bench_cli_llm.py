@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
 from hermes_pipeline.testing.fake_provider import FakeProvider
+
+ROOT = Path(__file__).resolve().parent.parent
 
 MODELS = {"anthropic": ("claude-sonnet-4-5", "ANTHROPIC_API_KEY"), "openai": ("gpt-4o", "OPENAI_API_KEY")}
 

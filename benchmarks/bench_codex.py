@@ -20,10 +20,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from hermes_pipeline.formats.codex_rollout import replay
+from hermes_pipeline.formats.codex.rollout import replay
+from hermes_pipeline.testing.fake_responses import FakeResponses
 from testkit.codex_cli import CODEX, record_session, sent_history
 from testkit.env import read_jsonl, run_cli
-from testkit.fake_responses import FakeResponses
 
 SESSIONS = (   # prompts, calls a turn, lines a command prints, Codex's auto-compact limit
     (8, 8, 1500, 40000),

@@ -116,7 +116,8 @@ def main() -> None:
     for name, runs in report.items():
         for mode, t in runs.items():
             per = t["input_tokens"] / t["conversations"] if t["conversations"] else 0
-            line = f"{name:14} {mode:7} {t['conversations']:>4} {t['requests']:>4} {t['input_tokens']:>12,} {t['chars_over_4']:>8,} {per:>11,.0f}"
+            line = (f"{name:14} {mode:7} {t['conversations']:>4} {t['requests']:>4} "
+                    f"{t['input_tokens']:>12,} {t['chars_over_4']:>8,} {per:>11,.0f}")
             if mode != "hermes":
                 line += (f" {t['score'] / max(t['conversations'], 1):>6.3f} {t['guard_added']:>7} "
                          + " ".join(f"{t[k][0]:>7}/{t[k][1]:<7}" for k in KINDS))

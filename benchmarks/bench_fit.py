@@ -2,7 +2,7 @@
 
 Runs the real command line over the shared corpus and the long sessions at each
 context and reads the manifests: outputs over hygiene.threshold (85%) of the
-context by the README's measure (exact cl100k x model.token_scale), rows marked
+context by the measure of docs/compaction.md (exact cl100k x model.token_scale), rows marked
 `fits: false` and their reasons, and what the fit step did (its stats, added up).
 
     .venv/bin/python -m benchmarks.bench_fit [--contexts 4000,8000,16000,32000,64000] [--json OUT]

@@ -22,9 +22,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
-from hermes_pipeline.summarizers.anthropic import AnthropicSummarizer
 from hermes_pipeline.summarizers.base import SummaryRequest
-from hermes_pipeline.summarizers.openai import OpenAISummarizer
+from hermes_pipeline.summarizers.llm.anthropic import AnthropicSummarizer
+from hermes_pipeline.summarizers.llm.openai import OpenAISummarizer
 from hermes_pipeline.testing.fake_provider import FakeProvider
 
 

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         work = Path(tmp)
         api = None
         if args.resume:
-            from testkit.agent_api import AgentAPI
+            from hermes_pipeline.testing.fake_agent_api import AgentAPI
             api = AgentAPI().__enter__()
         originals: dict = {}
         print("| file | status | input bytes | keep bytes | drop bytes | resumed |")

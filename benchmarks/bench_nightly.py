@@ -25,7 +25,16 @@ from pathlib import Path
 
 from benchmarks import datasets
 from benchmarks.measure import (
-    REPEATS, WORK, cli, cli_command, cli_side_by_side, figure, fresh, link_or_copy, paired, parallel_paired,
+    REPEATS,
+    WORK,
+    cli,
+    cli_command,
+    cli_side_by_side,
+    figure,
+    fresh,
+    link_or_copy,
+    paired,
+    parallel_paired,
     size_of,
 )
 

@@ -14,7 +14,7 @@ went over their token budget.
 (`isCompactSummary`) against the part of the log they replaced.
 --summarizer runs another version of the embedded summarizer (a file defining
 ExtractiveSummarizer), e.g. the one before this change:
-    git show 3f9ae36:hermes_pipeline/summarizers/extractive.py > /tmp/extractive_before.py
+    git show 3f9ae36:hermes_pipeline/summarizers/embedded/summarizer.py > /tmp/extractive_before.py
 """
 from __future__ import annotations
 
@@ -25,10 +25,10 @@ import json
 import sys
 from pathlib import Path
 
-from hermes_pipeline.engine import ContextCompressor
-from hermes_pipeline.jsonl import Record, read_records
 from hermes_pipeline.analysis.probes import extract_probes
 from hermes_pipeline.analysis.score import KINDS, score
+from hermes_pipeline.engine import ContextCompressor
+from hermes_pipeline.inputs.jsonl import Record, read_records
 from testkit.env import CORPUS, LONG_SESSIONS
 from testkit.sessions import make_engine, measure, read_conversations
 
@@ -52,8 +52,8 @@ def ratio(entry: dict) -> str:
 
 def own_summaries(path: Path) -> dict | None:
     """Claude Code's own compaction of this log, scored like ours: the part before its summary is the middle."""
-    from hermes_pipeline.formats import claude_code
     from hermes_pipeline.formats.anthropic import message_to_openai
+    from hermes_pipeline.formats.claude_code import reader as claude_code
     items = [i for i in read_records(str(path), 64 << 20) if isinstance(i, Record)]
     events = [i for i in items if isinstance(i.value, dict) and not i.value.get("isSidechain")
               and claude_code.event_problem(i.value) is None]
@@ -70,13 +70,15 @@ def own_summaries(path: Path) -> dict | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("logs", nargs="*", type=Path, help="logs or folders (default: the shared sessions)")
     parser.add_argument("--context", type=int, default=16000)
     parser.add_argument("--json", type=Path, help="write the per-file figures here")
     parser.add_argument("--own-summaries", action="store_true")
     parser.add_argument("--show-missed", action="store_true")
     parser.add_argument("--summarizer", type=Path, help="a file defining ExtractiveSummarizer to use instead")
     args = parser.parse_args(argv)
-    files = shared_files()
+    files = sorted(p for root in args.logs for p in ([root] if root.is_file() else root.rglob("*.jsonl"))) \
+        if args.logs else shared_files()
     if not files:
         print(f"no shared files under {LONG_SESSIONS} or {CORPUS}", file=sys.stderr)
         return 1

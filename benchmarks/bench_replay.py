@@ -18,13 +18,13 @@ import sys
 import time
 from pathlib import Path
 
-from hermes_pipeline.components import build
+from hermes_pipeline.components import build, replay_settings_from_config
+from hermes_pipeline.cost.replay import replay
 from hermes_pipeline.formats import detect_format_in
-from hermes_pipeline.jsonl import Record, read_records
-from hermes_pipeline.replay_bill import replay
-from hermes_pipeline.components import replay_settings_from_config
+from hermes_pipeline.inputs.jsonl import Record, read_records
 from testkit.builders import compose_config
 from testkit.env import LONG_SESSIONS as LONG
+
 REPEATS = 9
 
 

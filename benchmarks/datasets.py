@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from benchmarks.measure import DATA, link_or_copy, cached
+from benchmarks.measure import DATA, cached, link_or_copy
 from testkit.env import CORPUS, LONG_SESSIONS
 
 LONG_SEEDS = range(1000, 1040)          # the long-session benchmark: 40 sessions of ~130K tokens

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from hermes_pipeline.formats import detect_format_in
-from hermes_pipeline.jsonl import Record, read_records
+from hermes_pipeline.inputs.jsonl import Record, read_records
 from hermes_pipeline.transcript import Conversation, message_text, role, tool_calls
 from testkit.env import CORPUS, LONG_SESSIONS
 

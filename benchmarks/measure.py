@@ -57,11 +57,12 @@ print(json.dumps([wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.wai
 _AS_INSTALLED = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def child(command: list[str], log: Path | None = None, ok: tuple[int, ...] = (0,), env: dict | None = None) -> Run:
+def child(command: list[str], log: Path | None = None, ok: tuple[int, ...] = (0,), env: dict | None = None,
+          cwd: Path = ROOT) -> Run:
     """Run a command to completion; its wall, CPU (with the descendants it waited for) and peak RSS."""
     log = log or WORK / "last-child.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    found = subprocess.run([PY, "-c", _LAUNCHER, str(log), *map(str, command)], cwd=ROOT, check=True,
+    found = subprocess.run([PY, "-c", _LAUNCHER, str(log), *map(str, command)], cwd=cwd, check=True,
                            capture_output=True, text=True, env={**_AS_INSTALLED, **(env or {})})
     wall, cpu, rss_kib, code = json.loads(found.stdout)
     if code not in ok:
@@ -104,8 +105,9 @@ def baseline(source: Path, target: Path) -> Run:
 
 
 def cli_command(*overrides: str) -> str:
-    """How to reproduce a measured run by hand."""
-    return ".venv/bin/hermes-pipeline " + " ".join(overrides)
+    """How to reproduce a measured run by hand, from the checkout (paths under it and beside it relative)."""
+    here, beside = f"{ROOT}/", f"{ROOT.parent}/"
+    return ".venv/bin/hermes-pipeline " + " ".join(o.replace(here, "").replace(beside, "../") for o in overrides)
 
 
 @dataclass

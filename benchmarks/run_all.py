@@ -1,14 +1,16 @@
 """`make bench`: every figure the open issues ask for, each against its target, in one report.
 
-    .venv/bin/python -m benchmarks.run_all [--only speed,nightly,quality,retention,replay,tokens,fit,fitmode]
-        [--repeats N]
+    .venv/bin/python -m benchmarks.run_all [--repeats N]
+        [--only speed,regression,nightly,quality,retention,replay,tokens,fit,fitmode,templates]
 
 Machines here are small and shared, so every figure is a ratio against
 something measured in the same run (see benchmarks/measure.py). Generated
 inputs are cached in bench-data/; the report is printed at the end and
-written to bench-data/bench-report.md and bench-data/bench-report.json.
-Each area also runs on its own: python -m benchmarks.bench_speed, bench_nightly,
-bench_quality, bench_replay, token_study, bench_fit, bench_fit_mode.
+written to bench-data/bench-report.md and bench-data/bench-report.json, and,
+when every area ran, to docs/benchmarks.md (committed after a run: the
+figures the documentation shows are this report's, never written by hand).
+Each area also runs on its own: python -m benchmarks.bench_speed, bench_against,
+bench_nightly, bench_quality, bench_replay, token_study, bench_fit, bench_fit_mode, bench_template_share.
 """
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ import time
 import traceback
 from pathlib import Path
 
-AREAS = ("speed", "nightly", "quality", "retention", "replay", "tokens", "fit", "fitmode")
+AREAS = ("speed", "regression", "nightly", "quality", "retention", "replay", "tokens", "fit", "fitmode", "templates")
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 QUALITY_TARGETS = {"files_written": ("files created/edited", 0.95), "user_turns": ("user turns", 0.98),
                    "errors": ("last errors", 0.80), "identifiers": ("identifiers", 0.80),
                    "files_read": ("files read", None), "errors_open": ("errors still open", None),
@@ -31,11 +34,10 @@ QUALITY_TARGETS = {"files_written": ("files created/edited", 0.95), "user_turns"
 
 def retention(seeds=range(1, 21)) -> dict:
     """Planted facts of synthetic sessions (testkit/synth.py) still in the compacted conversation."""
+    from hermes_pipeline.transcript import Conversation
     from testkit.builders import engine_for
     from testkit.synth import make_session
     from testkit.validity import contains
-
-    from hermes_pipeline.transcript import Conversation
     engine = engine_for(context_length=200_000, protect_last_n=20)
     total = kept = 0
     ratios = []
@@ -125,6 +127,11 @@ def speed_figures():
     return bench_speed.figures()
 
 
+def regression_figures():
+    from benchmarks import bench_against
+    return bench_against.figures()
+
+
 def nightly_figures():
     from benchmarks import bench_nightly
     return bench_nightly.figures()
@@ -170,9 +177,19 @@ def fit_mode_figures() -> tuple[list[dict], dict]:
     return rows, found
 
 
-STEPS = {"speed": speed_figures, "nightly": nightly_figures, "quality": quality_figures,
-         "retention": retention_figures, "replay": replay_figures, "tokens": token_figures,
-         "fit": fit_figures, "fitmode": fit_mode_figures}
+def template_figures() -> tuple[list[dict], dict]:
+    """Issue 31: no summary section more than half template text, on the shared files at 4K-64K."""
+    from benchmarks.measure import figure
+    found = module_json("bench_template_share", "--contexts", "4000,8000,16000,32000,64000")
+    rows = [figure("templates", f"shared files @{e['context'] // 1000}K: summary sections over half template text",
+                   e["over_half"], ("=", 0), None, "", f"of {e['sections']}; largest share {e['largest_share']}")
+            for e in found]
+    return rows, {"contexts": found}
+
+
+STEPS = {"speed": speed_figures, "regression": regression_figures, "nightly": nightly_figures,
+         "quality": quality_figures, "retention": retention_figures, "replay": replay_figures, "tokens": token_figures,
+         "fit": fit_figures, "fitmode": fit_mode_figures, "templates": template_figures}
 
 
 def markdown(rows: list[dict], meta: dict, raw: dict) -> str:
@@ -188,6 +205,12 @@ def markdown(rows: list[dict], meta: dict, raw: dict) -> str:
         note, name = (str(text).replace("|", "\\|") for text in (r["note"], r["figure"]))
         lines.append(f"| {r['area']} | {name} | {value} | {r['target'] or ''} | {mark[r['met']]} | "
                      f"{stretch} | {note} |")
+    stages = (raw.get("speed") or {}).get("stages")
+    if stages:
+        from benchmarks.bench_speed import stage_table
+        lines += ["", "Seconds per stage (summary.json of the speed runs: CPU of the threads that ran each stage, "
+                  "median over the paired runs; `start` is the start-up before the first file, `plan` the "
+                  "boundaries with the count of every message):", "", *stage_table(stages)]
     quality = raw.get("quality")
     if quality:
         kinds = list(QUALITY_TARGETS)
@@ -201,6 +224,25 @@ def markdown(rows: list[dict], meta: dict, raw: dict) -> str:
     met = [r["met"] for r in rows if r["met"] is not None]
     lines += ["", f"{sum(met)} of {len(met)} targets met."]
     return "\n".join(lines) + "\n"
+
+
+def docs_page(report: str, meta: dict) -> str:
+    """docs/benchmarks.md: how and when the figures were made, then the report."""
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
+                            cwd=DOCS.parent.parent).stdout.strip() or "unknown"
+    head = ["# Benchmarks", "",
+            f"Generated by `make bench` on {meta['finished']} at commit {commit}, {meta['machine']}; do not edit by "
+            "hand: run `make bench` and commit the file it writes. The machine is small and shared: every figure "
+            "is a ratio of runs made side by side in the same bench run (paired, alternating, median of the "
+            "pairs), never an absolute time, and the load average below says how busy it was. The floor, "
+            "`baseline`, is orjson reading, parsing and writing the same files (benchmarks/baseline_copy.py).", "",
+            "Where the time goes: the speed rows `start-up + counting every message, nothing else / baseline` and "
+            "`the summarize and score stages alone / baseline` split a run into what Hydra's start-up and the exact "
+            "token count take (the replayed bill and the plan need every message counted) and what the Python "
+            "scans of the text take (the secret scan, the probes, the embedded summarizer, the score); the stage "
+            "table at the end has each stage's seconds.", ""]
+    body = report.split("\n", 1)[1].lstrip("\n")     # the report without its own title
+    return "\n".join(head) + "\n" + body
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -236,6 +278,10 @@ def main(argv: list[str] | None = None) -> int:
                                                        default=str))
     print("\n" + report)
     print(f"written to {DATA / 'bench-report.md'} and bench-report.json (per-run details, per-file quality)")
+    if set(args.only.split(",")) == set(AREAS):
+        DOCS.parent.mkdir(exist_ok=True)
+        DOCS.write_text(docs_page(report, meta))
+        print(f"and to {DOCS.relative_to(DOCS.parent.parent)}: commit it with the change it measures")
     return 1 if errors else 0
 
 

@@ -22,9 +22,8 @@ import statistics
 import time
 from pathlib import Path
 
-
 from hermes_pipeline import tokens
-from hermes_pipeline.jsonl import Record, read_records
+from hermes_pipeline.inputs.jsonl import Record, read_records
 from hermes_pipeline.tokens import TokenCounter, _parts, encoding, estimate_message_tokens
 from testkit.env import SHARED
 from testkit.sessions import read_conversations, string_leaves
@@ -80,7 +79,8 @@ def speed(groups) -> None:
     plain = TokenCounter(cache=False)
     runs = {
         "tiktoken encode_ordinary": lambda: [len(reference(t)) for t in texts],
-        "tiktoken encode_ordinary_batch(2 threads)": lambda: [len(x) for x in encoding().encode_ordinary_batch(texts, num_threads=2)],
+        "tiktoken encode_ordinary_batch(2 threads)":
+            lambda: [len(x) for x in encoding().encode_ordinary_batch(texts, num_threads=2)],
         "bpe-openai count": lambda: [plain.count_text(t) for t in texts],
         "bpe-openai count + cache (fresh)": lambda: [c.count_text(t) for c in [TokenCounter()] for t in texts],
         "estimate (calibrated)": lambda: [tokens.estimate_tokens(t) for t in texts],
@@ -110,7 +110,8 @@ def estimate_errors(groups) -> dict:
         if errors:
             found[group] = {"conversations": len(errors), "median": statistics.median(errors),
                             "p95": percentile(errors, .95), "max": max(errors)}
-            print(f"estimate  {group:6s} {len(errors):4d} conversations: |error| of the total median {statistics.median(errors):.4f} "
+            print(f"estimate  {group:6s} {len(errors):4d} conversations: "
+                  f"|error| of the total median {statistics.median(errors):.4f} "
                   f"p95 {percentile(errors, .95):.4f} max {max(errors):.4f}")
     print(f"estimate  messages: |error| median {statistics.median(message_errors):.4f} p95 {percentile(message_errors, .95):.4f} "
           f"max {max(message_errors):.4f}; messages >= 200 tokens: exact/estimate in "
