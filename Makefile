@@ -15,7 +15,7 @@ WHEELS_STAMP := $(WHEELS)/.complete
 RUN_ARGS ?= model.context_length=8000
 PYTEST_ARGS ?=
 
-.PHONY: venv agents wheels run test test-unit bench clean
+.PHONY: venv agents wheels run lint test test-unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,10 @@ run: venv
 # and timeouts (back to back on a 2-core machine: 4 min 5 s against 4 min 53 s, 4 min 56 s against 5 min 12 s).
 test: venv agents wheels
 	$(BIN)/python -m pytest -n 3 --dist loadfile -rs $(PYTEST_ARGS)
+
+# Ruff over the whole project (conf in pyproject.toml); CI runs it before the tests.
+lint: venv
+	$(BIN)/ruff check .
 
 # The in-process tests only (tests/unit): what to run while changing the engine; make test runs all.
 test-unit: venv

@@ -24,7 +24,7 @@ provider's batch API; a person or another session with benchmarks/answer_by_hand
 `python -m hermes_pipeline.testing.answer_file REQUESTS RESULTS`), put the results in WORK/results/, run
 again: first the LLM summaries and the questions, then the answers (one file per condition), then the
 grades. Then WORK/table.md and WORK/judged.json (each event x condition: the judged score, per kind,
-tokens, the built-in quality score). The questions, once written, stay: WORK/events.json fixes the
+tokens, the built-in quality.score and the probes' share). The questions, once written, stay: WORK/events.json fixes the
 events and the span they are asked about, so a later run judges a changed summarizer on the same exam.
 
     .venv/bin/python -m benchmarks.bench_exam --work WORK [LOG_OR_DIR ...] [--events EVENTS.json]
@@ -198,6 +198,7 @@ def run(bench: Bench, events: list[Event]) -> int:
 
 def report(bench: Bench, cases, results) -> None:
     from hermes_pipeline.analysis.probes import extract_probes
+    from hermes_pipeline.analysis.recall import recall, removed_messages
     from hermes_pipeline.analysis.score import score as probe_score
     rows, lines = [], ["| event | context | " + " | ".join(bench.conditions) + " |",
                        "|---|---|" + "---|" * len(bench.conditions)]
@@ -215,7 +216,9 @@ def report(bench: Bench, cases, results) -> None:
             rows.append({"event": eid, "condition": condition, "judged": judged,
                          "per_kind": {k: round(sum(v) / len(v), 3) for k, v in kinds.items()},
                          "tokens": sum(bench.counter.count_messages(messages)),
-                         "quality_score": probe_score(probes, messages).get("score"),
+                         "quality_score": recall(case.original, messages,
+                                                 removed_messages(case.original, messages))["score"],
+                         "probe_score": probe_score(probes, messages).get("score"),
                          "error": result.error})
             cells.append("–" if judged is None else f"{judged:.2f}")
         lines.append(f"| {eid} | {context_length:,} | " + " | ".join(cells) + " |")

@@ -81,14 +81,15 @@ def facts(messages: list[dict], counted: range | None = None) -> list[Fact]:
         text = _said(message)
         if not text:
             continue
-        seen = {t for t in _tokens(text) if _distinct(t)}
+        seen = {t for t in set(_tokens(text)) if _distinct(t)}
         if role(message) == "user":
             seen |= {w.lower() for w in _WORD.findall(text)} - _PLAIN
         for token in seen:
             said[token] = said.get(token, 0.0) + 1.0
             last[token] = index
-            kind_of.setdefault(token, "artifact" if _PATHLIKE.search(token) or _HASH.match(token)
-                               else "recall" if _distinct(token) else "decision")
+            if token not in kind_of:      # its kind is its first mention's
+                kind_of[token] = ("artifact" if _PATHLIKE.search(token) or _HASH.match(token)
+                                  else "recall" if _distinct(token) else "decision")
         if index in counted:
             inside |= seen
     tail = n - max(1, int(n * TAIL_SHARE))
@@ -120,7 +121,7 @@ def _kept_tokens(messages: list[dict]) -> set[str]:
     for message in messages:
         text = conversation_text([message]) if tool_calls(message) else message_text(message)
         kept.update(_tokens(text))
-        kept.update(w.lower() for w in _WORD.findall(text))
+        kept.update(map(str.lower, _WORD.findall(text)))
     return kept
 
 

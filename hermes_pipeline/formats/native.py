@@ -17,9 +17,10 @@ from __future__ import annotations
 import hashlib
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
-from hermes_pipeline.formats.anthropic import KEY
+from hermes_pipeline.formats.anthropic import KEY, AnthropicFormat
+from hermes_pipeline.formats.base import CONVERSATION
 from hermes_pipeline.formats.roundtrip import kept_if_unchanged, private
 from hermes_pipeline.inputs.jsonl import Record, Verbatim
 from hermes_pipeline.transcript import SUMMARY_END, strip_cache_control, text_of
@@ -123,6 +124,15 @@ def require_native(format_name: str, conversation: Any) -> None:
         raise ValueError(f"output.format={format_name} writes {format_name} sessions read from {format_name} "
                          f"logs; this conversation is {conversation.format} (give output.format=same or a "
                          "conversation format: openai, anthropic, sharegpt)")
+
+
+def lines_as_read(conversation: Any) -> Iterator[Any]:
+    """An agent's session unchanged: its lines as they were; a conversation read from elsewhere: the
+    Anthropic record (an agent's log format has no other shape for it)."""
+    if conversation.native is not None:
+        yield from conversation.native.every_line()
+        return
+    yield from AnthropicFormat().write(conversation, CONVERSATION)
 
 
 def verbatim(record: Record) -> Verbatim:

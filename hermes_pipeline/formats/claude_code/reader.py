@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from hermes_pipeline.formats.anthropic import AnthropicFormat, message_problem, message_to_openai
-from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat, checked, file_conversation_id
+from hermes_pipeline.formats.anthropic import message_problem, message_to_openai
+from hermes_pipeline.formats.base import MESSAGE, TranscriptFormat, checked, file_conversation_id
 from hermes_pipeline.formats.claude_code.writer import write_session
-from hermes_pipeline.formats.native import NativeLog, require_native
+from hermes_pipeline.formats.native import NativeLog, lines_as_read, require_native
 from hermes_pipeline.inputs.jsonl import Record, Rejected, dumps
 from hermes_pipeline.transcript import SUMMARY_PREFIX, Conversation, is_summary_message, text_of
 from hermes_pipeline.usage import context_tokens
@@ -225,11 +225,7 @@ class ClaudeCodeFormat(TranscriptFormat):
         return conversation
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:
-        """A session as read: its lines as they were; any other conversation: the Anthropic record."""
-        if conversation.native is not None:
-            yield from conversation.native.every_line()
-            return
-        yield from AnthropicFormat().write(conversation, CONVERSATION)
+        return lines_as_read(conversation)
 
     def write_compacted(self, conversation: Conversation, compaction: Any, layout: str, options: Any) -> Any:
         require_native(self.name, conversation)

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
-from hermes_pipeline.formats.anthropic import AnthropicFormat, message_to_openai
-from hermes_pipeline.formats.base import CONVERSATION, MESSAGE, TranscriptFormat, checked, file_conversation_id
-from hermes_pipeline.formats.native import NativeLog, require_native
+from hermes_pipeline.formats.anthropic import message_to_openai
+from hermes_pipeline.formats.base import MESSAGE, TranscriptFormat, checked, file_conversation_id
+from hermes_pipeline.formats.native import NativeLog, lines_as_read, require_native
 from hermes_pipeline.formats.pi.entries import anthropic_block, branch_path, millis
 from hermes_pipeline.formats.pi.writer import write_session
 from hermes_pipeline.inputs.jsonl import Record, Rejected
@@ -353,11 +353,7 @@ class PiFormat(TranscriptFormat):
         )
 
     def write(self, conversation: Conversation, layout: str) -> Iterator[Any]:
-        """A session as read: its lines as they were; any other conversation: the Anthropic record."""
-        if conversation.native is not None:
-            yield from conversation.native.every_line()
-            return
-        yield from AnthropicFormat().write(conversation, CONVERSATION)
+        return lines_as_read(conversation)
 
     def write_compacted(self, conversation: Conversation, compaction: Any, layout: str, options: Any) -> Any:
         require_native(self.name, conversation)
