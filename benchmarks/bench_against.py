@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from benchmarks import datasets
-from benchmarks.measure import DATA, PY, ROOT, WORK, Run, cached, child, figure, fresh, paired
+from benchmarks.measure import DATA, ROOT, WORK, Run, cached, cli, figure, fresh, paired
 from testkit.env import LONG_SESSIONS
 
 AREA = "regression"
@@ -41,12 +40,7 @@ def exported(rev: str) -> Path:
 
 def cli_in(tree: Path, run_dir: Path, *overrides: str) -> Run:
     """`python -m hermes_pipeline` run from `tree`: the package found first is that tree's."""
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    command = [PY, "-m", "hermes_pipeline", f"hydra.run.dir={run_dir}", "progress=none", "quiet=true", *overrides]
-    run = child(command, log=run_dir.parent / f"{run_dir.name}.log", ok=(0, 2), cwd=tree)
-    run.run_dir = run_dir
-    return run
+    return cli(run_dir, *overrides, cwd=tree)
 
 
 def same_output(a: Path, b: Path) -> tuple[int, int]:

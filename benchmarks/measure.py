@@ -71,12 +71,13 @@ def child(command: list[str], log: Path | None = None, ok: tuple[int, ...] = (0,
     return Run(wall, cpu, rss_kib / 1024, code)
 
 
-def cli(run_dir: Path, *overrides: str, env: dict | None = None) -> Run:
-    """The real command line; exit 2 (something quarantined) is a normal outcome on real data."""
+def cli(run_dir: Path, *overrides: str, env: dict | None = None, cwd: Path | None = None) -> Run:
+    """The real command line (run from `cwd`: the package found first is that tree's); exit 2 (something
+    quarantined) is a normal outcome on real data."""
     if run_dir.exists():
         shutil.rmtree(run_dir)
     command = [PY, "-m", "hermes_pipeline", f"hydra.run.dir={run_dir}", "progress=none", "quiet=true", *overrides]
-    run = child(command, log=run_dir.parent / f"{run_dir.name}.log", ok=(0, 2), env=env)
+    run = child(command, log=run_dir.parent / f"{run_dir.name}.log", ok=(0, 2), env=env, cwd=cwd or ROOT)
     run.run_dir = run_dir
     return run
 
