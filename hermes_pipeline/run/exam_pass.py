@@ -1,6 +1,6 @@
 """After the run: the judged exam of a sample of its compacted conversations (exam.enabled=true).
 
-The sample is chosen by a hash of each conversation's id and source, so the same input gives the same
+The sample is chosen by a hash of each conversation's id, file name and line, so the same input gives the same
 sample in every run and every sweep point. Each examined conversation is read again from its input and
 from what the run wrote (run/read_back.py), examined (exam/examiner.py), and its manifest row gains
 `exam`; `exam.jsonl` holds the same rows, and summary.json the totals. Reading and examining change no
@@ -63,11 +63,19 @@ class ExamTotals:
 
 
 def sample_of(rows: list[dict], size: int) -> list[dict]:
-    """`size` compacted rows (0: all), by the hash of id and source: a stable, spread-out choice."""
+    """`size` compacted rows (0: all), by the hash of id, file name and line: a stable, spread-out choice that
+    does not depend on where the input is or how its path was written."""
     compacted = [r for r in rows if r.get("status") == "compacted"]
-    ranked = sorted(compacted, key=lambda r: hashlib.sha256(f"{r['id']}\0{r['source']}".encode()).hexdigest())
+    ranked = sorted(compacted, key=lambda r: hashlib.sha256(f"{r['id']}\0{_file_and_line(r['source'])}".encode())
+                    .hexdigest())
     chosen = ranked if size == 0 else ranked[:size]
     return sorted(chosen, key=compacted.index)       # examined in input order
+
+
+def _file_and_line(source: str) -> str:
+    """`name.jsonl:12` of a source `any/folder/name.jsonl:12` (a source without a line: the file's name)."""
+    path, colon, line = source.rpartition(":")
+    return f"{Path(path).name}:{line}" if colon and line.isdigit() else Path(source).name
 
 
 def run_exam(plan: ExamPlan, calls, run_dir: Path, tree, inputs, stop: threading.Event) -> ExamTotals:
