@@ -143,3 +143,12 @@ def recall(original: list[dict], compacted: list[dict], removed: range | list[in
     missed = sorted((f for f in found if f.text not in kept), key=lambda f: -f.weight)[:20]
     return {"score": round(sum(f.weight for f in held) / total, 4), "per_kind": per_kind,
             "facts": {"kept": len(held), "total": len(found)}, "missed": [f.text for f in missed]}
+
+
+def shown_facts(missed: list[str], secrets) -> list[str]:
+    """Missed facts as a row or a report may list them: none that is, or holds a piece of, a secret the
+    conversation shows (`secrets`: its analysis.secret_scan.SecretScan)."""
+    if not missed:
+        return []
+    shown = secrets.summary("\n".join(missed)).split("\n")
+    return [fact for fact, clean in zip(missed, shown) if fact == clean]

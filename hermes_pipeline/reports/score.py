@@ -12,7 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from hermes_pipeline.analysis.recall import recall
+from hermes_pipeline.analysis.recall import recall, shown_facts
+from hermes_pipeline.analysis.secret_scan import SecretScan
 from hermes_pipeline.config.command_line import UsageParser
 from hermes_pipeline.formats.file_conversations import NotFound, read_conversations
 from hermes_pipeline.inputs.repair import repair_tool_pairing
@@ -50,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         result = recall(before.messages, after.messages)
         if args.json:
             print(json.dumps({"id": before.id, "score": result["score"], "per_kind": result["per_kind"],
-                              "facts": result["facts"]}))
+                              "facts": result["facts"],
+                              "missed": shown_facts(result["missed"], SecretScan(before.messages))}))
         else:
             kinds = " · ".join(f"{k} {v:.2f}" for k, v in result["per_kind"].items())
             score = "–" if result["score"] is None else f"{result['score']:.3f}"

@@ -312,8 +312,10 @@ def over_context_note(points: list[Point]) -> list[str]:
     bad = [p for p in points if p.overflows]
     if bad:
         jobs = ", ".join(f"job {p.job} ({p.figures['replay_over_context']:,})" for p in bad)
-        lines.append(f"✗ More requests longer than the model's context than the best-fitting point in {jobs}: a model "
-                     "would refuse them, so those settings do not work as they are and are kept off the front.")
+        best = min(counts)
+        lines.append(f"✗ Requests longer than the model's context in {jobs}, against {best:,} in the best-fitting "
+                     "point: a model would refuse them, so those settings do not work as they are and are kept "
+                     "off the front, whatever their cost and quality.")
     return lines
 
 

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import replace
 
 from hermes_pipeline.analysis.probes import MAX_ERRORS, Probes, extract_probes
-from hermes_pipeline.analysis.recall import recall
+from hermes_pipeline.analysis.recall import recall, shown_facts
 from hermes_pipeline.analysis.score import score
 from hermes_pipeline.analysis.speech import is_talk
 from hermes_pipeline.stages.base import OUTPUT, QUALITY, Draft, Stage
@@ -49,15 +49,6 @@ class ScoreStage(Stage):
             stats["summary_chatter_bullets"] = talk
             stats["summary_chatter_share"] = round(talk / len(bullets), 4) if bullets else 0.0
         return draft.but(quality=result, counts=stats)
-
-
-def shown_facts(missed: list[str], secrets) -> list[str]:
-    """Missed facts as a row may list them: none that is, or holds a piece of, a secret the conversation shows
-    (`secrets`: its analysis.secret_scan.SecretScan)."""
-    if not missed:
-        return []
-    shown = secrets.summary("\n".join(missed)).split("\n")
-    return [fact for fact, clean in zip(missed, shown) if fact == clean]
 
 
 def cleared_errors(plan: Plan) -> list:

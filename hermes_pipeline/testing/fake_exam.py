@@ -30,7 +30,8 @@ def is_exam_request(system: str) -> str | None:
 
 
 def _words(text: str) -> list[str]:
-    return [w.strip(_EDGE).rstrip(".") for w in _WORD.findall(text)]
+    # edges stripped again after a sentence's full stop: "`name`." is the word name, as a question can quote it
+    return [w.strip(_EDGE).rstrip(".").strip(_EDGE) for w in _WORD.findall(text)]
 
 
 def _between(text: str, start: str, end: str) -> str:

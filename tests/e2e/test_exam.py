@@ -190,6 +190,7 @@ def test_the_score_command_gives_a_runs_own_quality_score(tmp_path):
         assert out.returncode == 0, out.stderr
         scored.update({s["id"]: s for s in map(json.loads, out.stdout.splitlines())})
     assert rows and all(scored[i]["score"] == row["quality"]["score"] for i, row in rows.items())
+    assert all(scored[i]["missed"] == row["quality"]["missed"]["facts"] for i, row in rows.items())
 
 
 def test_the_score_command_scores_an_agents_own_compaction(tmp_path):
