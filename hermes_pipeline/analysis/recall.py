@@ -77,11 +77,18 @@ def facts(messages: list[dict], counted: range | None = None) -> list[Fact]:
     kind_of: dict[str, str] = {}
     n = len(messages)
     inside: set[str] = set()
+    distinct: dict[str, bool] = {}      # each token tested once per conversation: most recur
     for index, message in enumerate(messages):
         text = _said(message)
         if not text:
             continue
-        seen = {t for t in set(_tokens(text)) if _distinct(t)}
+        seen = set()
+        for token in set(_tokens(text)):
+            known = distinct.get(token)
+            if known is None:
+                known = distinct[token] = _distinct(token)
+            if known:
+                seen.add(token)
         if role(message) == "user":
             seen |= {w.lower() for w in _WORD.findall(text)} - _PLAIN
         for token in seen:
@@ -89,7 +96,7 @@ def facts(messages: list[dict], counted: range | None = None) -> list[Fact]:
             last[token] = index
             if token not in kind_of:      # its kind is its first mention's
                 kind_of[token] = ("artifact" if _PATHLIKE.search(token) or _HASH.match(token)
-                                  else "recall" if _distinct(token) else "decision")
+                                  else "recall" if distinct.get(token) else "decision")
         if index in counted:
             inside |= seen
     tail = n - max(1, int(n * TAIL_SHARE))
