@@ -37,7 +37,7 @@ import hashlib
 import json
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from benchmarks.bench_reference import Event, find_events, logs
@@ -242,6 +242,24 @@ def report(bench: Bench, cases, results) -> None:
     print("\n".join(lines))
 
 
+def held_out_events(path: Path) -> list[Event]:
+    """The events a JSON list names: {file, line} of a compaction event (with `context`: compacted at that
+    context instead of the agent's), or {file, line, context} of any cut (the log read up to the line before
+    `line`, compacted at `context`): a log the agent never compacted has no agent summary, so its exam has no
+    `agent` condition."""
+    events = []
+    for entry in json.loads(path.read_text()):
+        log = Path(entry["file"]) if Path(entry["file"]).is_absolute() else path.parent / entry["file"]
+        found = [e for e in find_events(log) if e.line == entry["line"]]
+        if found:       # a compaction event; a `context` given judges it at another context than the agent's
+            events.append(replace(found[0], context=int(entry.get("context") or found[0].context or 0) or None))
+        elif entry.get("context"):
+            events.append(Event(log, int(entry["line"]), "cut", "", int(entry["context"])))
+        else:
+            raise SystemExit(f"{path}: {log}:{entry['line']} is not a compaction event; give its `context` to cut there")
+    return sorted(events, key=lambda e: (str(e.path), e.line))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("logs", nargs="*", help="logs or folders (default: the shared long sessions)")
@@ -251,16 +269,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=12)
     args = parser.parse_args(argv)
     if args.events:
-        wanted = {(str(Path(e["file"]) if Path(e["file"]).is_absolute() else args.events.parent / e["file"]), e["line"])
-                  for e in json.loads(args.events.read_text())}
-        found = [e for path in {Path(f) for f, _ in wanted} for e in find_events(path)]
-        events = sorted((e for e in found if (str(e.path), e.line) in wanted), key=lambda e: (str(e.path), e.line))
+        events = held_out_events(args.events)
     else:
         events = [e for path in logs(args.logs) for e in find_events(path)]
     if not events:
         print("no compaction events found", file=sys.stderr)
         return 1
     bench = Bench(args.work, args.questions, tuple(c for c in args.conditions.split(",") if c))
+    if "agent" in bench.conditions and any(not e.summary for e in events):
+        print("the `agent` condition needs the agent's own summary: a cut without one has none", file=sys.stderr)
+        return 2
     return run(bench, events)
 
 

@@ -233,3 +233,37 @@ def test_the_next_steps_the_agent_listed_in_its_last_report_are_next_steps():
     steps = section(text, "## Next Steps").splitlines()
     assert "- Port the lexer tests" in steps and "- Wire `parse_file` into the CLI" in steps
     assert "stray item" not in text
+
+
+def test_an_item_a_newer_task_list_dropped_undone_is_still_a_next_step():
+    todos = lambda tid, *items: calls((tid, "TodoWrite", {"todos": [
+        {"content": c, "status": st, "activeForm": c} for c, st in items]}))
+    middle = [todos("t1", ("Move the CPU files", "completed"), ("Route internal calls through the context", "pending"),
+                    ("Write the parser tests", "pending")), result("t1", "ok"),
+              todos("t2", ("Write parser tests for success and failure", "in_progress"), ("Add the CLI", "pending")),
+              result("t2", "ok")]
+    text = ExtractiveSummarizer().summarize(_request(middle)).text
+    next_steps = section(text, "## Next Steps")
+    assert "- Left open in an earlier plan: Route internal calls through the context" in next_steps
+    assert "Left open in an earlier plan: Write the parser tests" not in next_steps    # the newer list reworded it
+    assert "- Move the CPU files" in section(text, "### Done")
+
+
+def test_a_long_outputs_totals_line_is_quoted_with_its_command():
+    stat = "\n".join(f" src/file_{k}.c | {k} +-" for k in range(40)) + "\n 53 files changed, 358 insertions(+), 6833 deletions(-)"
+    middle = [user("What did the refactor change?"), calls(("d1", "bash", {"command": "git diff --stat"})),
+              result("d1", stat), assistant("Most of it is deletions.")]
+    context = section(ExtractiveSummarizer().summarize(_request(middle)).text, "## Critical Context")
+    assert "- `git diff --stat` printed: 53 files changed, 358 insertions(+), 6833 deletions(-)" in context
+    assert "src/file_3.c" not in context
+
+
+def test_a_fixed_error_says_which_small_edit_fixed_it():
+    middle = [user("Build the paper."), calls(("m1", "bash", {"command": "make paper"})),
+              result("m1", long_log("! Package pgf Error: No shape named `result' is known.")),
+              calls(("e1", "Edit", {"file_path": "/p/sections/stacking.tex", "old_string": "(\nresult)",
+                                    "new_string": "(result)"})), result("e1", "ok"),
+              calls(("m2", "bash", {"command": "make paper"})), result("m2", "Output written on paper.pdf (12 pages)."),
+              assistant("The paper builds.")]
+    context = section(ExtractiveSummarizer().summarize(_request(middle)).text, "## Critical Context")
+    assert "- Fixed by changing sections/stacking.tex (sections/stacking.tex: `(\\nresult)` -> `(result)`)" in context

@@ -107,10 +107,11 @@ def add_errors(probes, quoted: set[str], c: Collector, messages: list[dict] | No
         more = f" (+{similar} alike)" if similar else ""
         if error.fixed:
             c.add("## Critical Context", f"- Error, fixed later ({program}): {error.text}{more}", rank, error.index)
-            fixed_by = _changed_until_rerun(messages, error) if messages and not similar else []
+            fixed_by, edits = _changed_until_rerun(messages, error) if messages and not similar else ([], [])
             if fixed_by:
-                c.add("## Critical Context", f"- Fixed by changing {', '.join(fixed_by[:4])}: {clip(error.text, 80)}",
-                      RECENT if rank == ARTIFACT else CHATTER, error.index)
+                how = "".join(f" ({path}: `{old}` -> `{new}`)" for path, old, new in edits[:2])
+                c.add("## Critical Context", f"- Fixed by changing {', '.join(fixed_by[:4])}{how}: "
+                      f"{clip(error.text, 80)}", RECENT if rank == ARTIFACT else CHATTER, error.index)
         else:
             c.add("### Blocked", f"- Still failing ({program}): {error.text}{more}", rank, error.index)
 
@@ -140,19 +141,39 @@ def _outline(path: str, call: dict) -> str | None:
     return "; ".join(i for i in items if len(i) > 2)[:2 * OUTLINE_CHARS] or None
 
 
-def _changed_until_rerun(messages: list[dict], error) -> list[str]:
+def _changed_until_rerun(messages: list[dict], error) -> tuple[list[str], list[tuple[str, str, str]]]:
     """The files changed after an error and before its program ran again (the run that came out clean, or the
-    next try)."""
-    program, changed = command_key(error.command), []
+    next try), and the small edits among those changes (path, old text, new text): what the fix was."""
+    program, changed, edits = command_key(error.command), [], []
     for i in range(error.index + 1, len(messages)):
         if role(messages[i]) != "assistant":
             continue
         for call, result, _ in paired_results(messages, i):
             command = shell_command(call)
             if command and command_key(command) == program:
-                return changed
-            changed += [_short(p) for p, a in file_actions(call, result) if a != "read" and _short(p) not in changed]
-    return []
+                return changed, edits
+            paths = [_short(p) for p, a in file_actions(call, result) if a != "read"]
+            changed += [p for p in paths if p not in changed]
+            edit = small_edit(call_arguments(call))
+            if paths and edit:
+                edits.append((paths[0], *edit))
+    return [], []
+
+
+_OLD_KEYS, _NEW_KEYS = ("old_string", "oldText", "old_str", "old"), ("new_string", "newText", "new_str", "new")
+SMALL_EDIT_CHARS = 80
+
+
+def small_edit(args: dict) -> tuple[str, str] | None:
+    """(old, new) of an edit call whose two texts are short, on one line each (a fix that can be shown)."""
+    old = next((args[k] for k in _OLD_KEYS if isinstance(args.get(k), str)), None)
+    new = next((args[k] for k in _NEW_KEYS if isinstance(args.get(k), str)), None)
+    if old is None or new is None or old == new:
+        return None
+    old, new = (re.sub(r"[ \t]+", " ", t.strip()).replace("\n", "\\n") for t in (old, new))   # a line break shown
+    if not old or len(old) > SMALL_EDIT_CHARS or len(new) > SMALL_EDIT_CHARS or "`" in old + new:
+        return None
+    return old, new
 
 
 def _short(path: str) -> str:

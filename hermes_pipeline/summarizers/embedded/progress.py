@@ -48,7 +48,7 @@ MAX_REPORTED = 40    # the newest lines of what the agent reported, at least ...
 REPORT_TOKENS = 40   # ... and one per this many tokens of the summary's budget
 MAX_REASONS = 12     # the reasons the agent gave (a quarter of the reported lines, at least this many)
 MAX_RESULTS, RESULT_TOKENS = 12, 120     # what commands printed: at least this many lines, one per tokens
-MAX_RESULT_LINES = 3     # an output of at most this many lines is quoted as the command's result
+MAX_RESULT_LINES, MAX_RESULT_CHARS = 3, 200   # an output this short is quoted as the command's result
 # a finding that gives a reason: why something failed, changed or was done
 _REASON = re.compile(r"\b(?:because|since|caused by|due to|the (?:root )?cause|the reason|the (?:fix|issue|problem) "
                      r"(?:is|was)|fixed by|turned out|turns out|so that|which (?:means|is why)|that's why)\b", re.I)
@@ -89,15 +89,32 @@ def add_task_lists(lists: list[TaskList], c: Collector) -> None:
         return
     latest = lists[-1]
     named = {t.text for t in latest.tasks}
+    done = {t.text for tl in lists for t in tl.tasks if t.status in ("completed", "done")}
+    later_words = [_words(t.text) for t in latest.tasks]
     for older in lists[:-1]:
         for task in older.tasks:
-            if task.status in ("completed", "done") and task.text not in named:
+            if task.text in named:
+                continue
+            if task.status in ("completed", "done"):
                 named.add(task.text)
                 c.add("### Done", "- " + clip(task.text), USEFUL, older.index)
+            elif task.text not in done and not any(_same_task(_words(task.text), w) for w in later_words):
+                # an item a newer list dropped without doing it: still owed, unless the newer list reworded it
+                later_words.append(_words(task.text))
+                c.add("## Next Steps", "- Left open in an earlier plan: " + clip(task.text), RECENT, older.index)
     for task in latest.tasks:
         section = _STATUS_SECTION.get(task.status, "## Next Steps")
         rank = {"### Done": USEFUL, "### In Progress": ARTIFACT}.get(section, KEY)   # the task under way stays longest
         c.add(section, "- " + clip(task.text), rank, latest.index)
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9_]{3,}", text.lower())}
+
+
+def _same_task(words: set[str], other: set[str]) -> bool:
+    """Whether two task texts share most of their words (a task reworded in a newer list)."""
+    return bool(words) and len(words & other) >= 0.6 * min(len(words), len(other) or 1)
 
 
 def add_outcomes(messages: list[dict], start: int, end: int, c: Collector) -> None:
@@ -208,13 +225,22 @@ def add_command_results(messages: list[dict], start: int, end: int, c: Collector
         c.add("## Critical Context", line, CHATTER, i)
 
 
+# the line of a long output that totals it: a diff's or commit's stat, a test run's counts
+_TOTALS = re.compile(r"^\W*(?:\d+ files? changed\b|(?:=+ )?\d+ (?:passed|failed)\b|Ran \d+ tests?\b|test result:|"
+                     r"Tests?:\s+\d+|\d+ (?:tests?|examples?|specs?), \d+ failures?)", re.I)
+
+
 def _result_line(output: str) -> str | None:
     """A short output that says something particular (a version, a count, a state): its lines, joined. A long
-    one is the summary's material elsewhere (its errors, its identifiers), not a result to quote."""
+    one is the summary's material elsewhere (its errors, its identifiers), not a result to quote, except for
+    the line that totals it (53 files changed, 358 insertions(+), ...)."""
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
     text = " | ".join(lines)
-    if not lines or len(lines) > MAX_RESULT_LINES or len(text) > 200 or not has_specifics(text):
+    if not lines or not has_specifics(text):
         return None
+    if len(lines) > MAX_RESULT_LINES or len(text) > MAX_RESULT_CHARS:
+        totals = [line for line in lines[-5:] if len(line) <= 200 and _TOTALS.match(line)]
+        return totals[-1] if totals else None
     return text
 
 

@@ -1,0 +1,53 @@
+"""The judged benchmark end to end on a held-out cut of a real log, the fake model answering its files."""
+import json
+import subprocess
+import sys
+
+from testkit.env import CORPUS, LONG_SESSIONS, shared
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+def bench(work, *args):
+    return subprocess.run([sys.executable, "-m", "benchmarks.bench_exam", "--work", str(work), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def answer_all(work):
+    for requests in sorted((work / "requests").glob("*.jsonl")):
+        subprocess.run([sys.executable, "-m", "hermes_pipeline.testing.answer_file", str(requests),
+                        str(work / "results" / f"{requests.stem}-fake.jsonl")], cwd=ROOT, check=True, timeout=120)
+        requests.unlink()
+
+
+def test_a_cut_of_a_log_the_agent_never_compacted_is_judged_without_the_agent_condition(tmp_path):
+    log = shared(CORPUS / "claude-reliability" / "python-to-rust-port.transcript.jsonl")
+    cuts = tmp_path / "cuts.json"
+    cuts.write_text(json.dumps([{"file": str(log), "line": 60, "context": 8000}]))
+    work = tmp_path / "work"
+    refused = bench(work, "--events", str(cuts), "--conditions", "default,agent")
+    assert refused.returncode == 2 and "agent" in refused.stderr
+    stages = []
+    for _ in range(4):      # questions, then answers, then grades, then the table
+        done = bench(work, "--events", str(cuts), "--conditions", "default,head_tail")
+        if done.returncode == 0:
+            break
+        assert done.returncode == 3, done.stderr
+        stages.append(sorted(p.name for p in (work / "requests").glob("*.jsonl")))
+        answer_all(work)
+    assert stages == [["questions.jsonl"], ["answers-default.jsonl", "answers-head_tail.jsonl"], ["grades.jsonl"]]
+    event = json.loads((work / "events.json").read_text())
+    assert [(e["kind"], e["line"], e["context"]) for e in event.values()] == [("cut", 60, 8000)]
+    rows = json.loads((work / "judged.json").read_text())
+    assert {r["condition"] for r in rows} == {"default", "head_tail"}
+    assert all(r["judged"] is not None and 0 <= r["judged"] <= 5 and r["error"] is None for r in rows)
+
+
+def test_a_compaction_event_can_be_judged_at_another_context_than_the_agents(tmp_path):
+    log = shared(LONG_SESSIONS / "vsla-claude-sessions" / "0a725fb5-6378-432a-9e84-9f3f49d4043d.jsonl")
+    cuts = tmp_path / "cuts.json"
+    cuts.write_text(json.dumps([{"file": str(log), "line": 451, "context": 32000}]))
+    done = bench(tmp_path / "work", "--events", str(cuts), "--conditions", "default,agent")
+    assert done.returncode == 3, done.stderr
+    event = json.loads((tmp_path / "work" / "events.json").read_text())
+    assert [(e["kind"], e["context"]) for e in event.values()] == [("claude-code", 32000)]
