@@ -249,7 +249,8 @@ def held_out_events(path: Path) -> list[Event]:
     `agent` condition."""
     events = []
     for entry in json.loads(path.read_text()):
-        log = Path(entry["file"]) if Path(entry["file"]).is_absolute() else path.parent / entry["file"]
+        log = Path(entry["file"])       # absolute, or relative to the list's folder, else to the working folder
+        log = log if log.is_absolute() or not (path.parent / log).exists() else path.parent / log
         found = [e for e in find_events(log) if e.line == entry["line"]]
         if found:       # a compaction event; a `context` given judges it at another context than the agent's
             events.append(replace(found[0], context=int(entry.get("context") or found[0].context or 0) or None))

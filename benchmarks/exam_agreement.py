@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from benchmarks.bench_exam import cut_conversation, find_events
+from benchmarks.bench_exam import Event, cut_conversation, find_events
 from hermes_pipeline.analysis.recall import recall, removed_messages
 from hermes_pipeline.exam.prompts import CONTEXT_CHARS
 from hermes_pipeline.summarizers.llm.prompt import render_message, render_turns
@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     fixed = json.loads((args.work / "events.json").read_text())
     originals = {}
     for eid, e in fixed.items():
-        event = next(x for x in find_events(Path(e["file"])) if x.line == e["line"])
+        event = next((x for x in find_events(Path(e["file"])) if x.line == e["line"]),
+                     Event(Path(e["file"]), e["line"], e.get("kind", "cut"), "", e.get("context")))   # a held-out cut
         originals[eid] = cut_conversation(event).messages
     judged, scored = [], []
     print("| event | condition | judged (0-5) | quality.score |\n|---|---|---|---|")
