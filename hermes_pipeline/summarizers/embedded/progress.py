@@ -236,12 +236,10 @@ def _result_line(output: str) -> str | None:
     the line that totals it (53 files changed, 358 insertions(+), ...)."""
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
     text = " | ".join(lines)
-    if not lines or not has_specifics(text):
-        return None
     if len(lines) > MAX_RESULT_LINES or len(text) > MAX_RESULT_CHARS:
-        totals = [line for line in lines[-5:] if len(line) <= 200 and _TOTALS.match(line)]
+        totals = [line for line in lines[-5:] if len(line) <= MAX_RESULT_CHARS and _TOTALS.match(line)]
         return totals[-1] if totals else None
-    return text
+    return text if lines and has_specifics(text) else None
 
 
 _NEXT_LABEL = re.compile(r"^[#*\s]*[^\n]{0,30}\b(?:next|remaining|to ?do|pending|follow[- ]?ups?|priorities)\b[^\n]{0,30}$",
