@@ -24,11 +24,15 @@ provider's batch API; a person or another session with benchmarks/answer_by_hand
 `python -m hermes_pipeline.testing.answer_file REQUESTS RESULTS`), put the results in WORK/results/, run
 again: first the LLM summaries and the questions, then the answers (one file per condition), then the
 grades. Then WORK/table.md and WORK/judged.json (each event x condition: the judged score, per kind,
-tokens, the built-in quality.score and the probes' share). The questions, once written, stay: WORK/events.json fixes the
-events and the span they are asked about, so a later run judges a changed summarizer on the same exam.
+tokens, the built-in quality.score and the probes' share). The questions, once written, stay: WORK/events.json keeps
+the span each event's questions are asked about, so a later run judges a changed summarizer on the same exam. Which
+events a run judges is what it is given: the logs (by default the shared long sessions' compaction events) or
+`--events CUTS.json` (a held-out set: give it on every run of that folder).
 
-    .venv/bin/python -m benchmarks.bench_exam --work WORK [LOG_OR_DIR ...] [--events EVENTS.json]
+    .venv/bin/python -m benchmarks.bench_exam --work WORK [LOG_OR_DIR ...] [--events CUTS.json]
         [--conditions default,llm,...] [--questions 12]
+
+Exit status: 0 the table is written; 3 answers are needed (the files named); 2 a usage error; 1 no events.
 """
 from __future__ import annotations
 
@@ -65,6 +69,8 @@ class Bench:
     def __post_init__(self):
         for folder in ("requests", "results", "contexts"):
             (self.work / folder).mkdir(parents=True, exist_ok=True)
+        for old in (self.work / "requests").glob("*.jsonl"):
+            old.unlink()        # answered or not, a run writes again what it still needs
         self.results = sorted((self.work / "results").glob("*.jsonl"))
         self.counter = TokenCounter()
 
@@ -248,9 +254,14 @@ def held_out_events(path: Path) -> list[Event]:
     `line`, compacted at `context`): a log the agent never compacted has no agent summary, so its exam has no
     `agent` condition."""
     events = []
-    for entry in json.loads(path.read_text()):
-        log = Path(entry["file"])       # absolute, or relative to the list's folder, else to the working folder
-        log = log if log.is_absolute() or not (path.parent / log).exists() else path.parent / log
+    entries = json.loads(path.read_text())
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "file" in e and "line" in e for e in entries):
+        raise SystemExit(f"{path}: not a list of {{file, line[, context]}} (a cuts file; a work folder's events.json "
+                         "is what a run writes, not what --events reads)")
+    for entry in entries:
+        log = Path(entry["file"])       # absolute, or relative to the working folder (the repository's root)
+        if not log.is_file():
+            raise SystemExit(f"{path}: {log} is not a file (relative paths are read from {Path.cwd()})")
         found = [e for e in find_events(log) if e.line == entry["line"]]
         if found:       # a compaction event; a `context` given judges it at another context than the agent's
             events.append(replace(found[0], context=int(entry.get("context") or found[0].context or 0) or None))
@@ -265,10 +276,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("logs", nargs="*", help="logs or folders (default: the shared long sessions)")
     parser.add_argument("--work", type=Path, required=True, help="the benchmark's folder: requests, results, table")
-    parser.add_argument("--events", type=Path, help="a JSON list of {file, line} (e.g. a held-out set's events.json)")
-    parser.add_argument("--conditions", default=",".join(CONDITIONS))
-    parser.add_argument("--questions", type=int, default=12)
+    parser.add_argument("--events", type=Path,
+                        help="a cuts file, a JSON list of {file, line, context} (line: 1-based, the log is read up to "
+                             "the line before it; the number of lines + 1 cuts at the end); give it on every run "
+                             "of the folder, as benchmarks/exam_results/held_out/cuts.json")
+    parser.add_argument("--conditions", default=",".join(CONDITIONS),
+                        help=f"comma-separated, of: {', '.join(CONDITIONS)}")
+    parser.add_argument("--questions", type=int, default=12, help="questions per event")
     args = parser.parse_args(argv)
+    conditions = tuple(c for c in args.conditions.split(",") if c)
+    unknown = [c for c in conditions if c not in CONDITIONS]
+    if unknown:
+        parser.error(f"unknown condition(s) {', '.join(unknown)}; the conditions are {', '.join(CONDITIONS)}")
     if args.events:
         events = held_out_events(args.events)
     else:
@@ -276,11 +295,12 @@ def main(argv: list[str] | None = None) -> int:
     if not events:
         print("no compaction events found", file=sys.stderr)
         return 1
-    bench = Bench(args.work, args.questions, tuple(c for c in args.conditions.split(",") if c))
-    if "agent" in bench.conditions and any(not e.summary for e in events):
-        print("the `agent` condition needs the agent's own summary: a cut without one has none", file=sys.stderr)
+    cuts = [f"{e.path.name}:{e.line}" for e in events if not e.summary]
+    if "agent" in conditions and cuts:
+        print(f"the `agent` condition needs the agent's own summary, and {', '.join(cuts)} has none (a cut of a log "
+              "the agent never compacted): leave `agent` out of --conditions", file=sys.stderr)
         return 2
-    return run(bench, events)
+    return run(Bench(args.work, args.questions, conditions), events)
 
 
 if __name__ == "__main__":

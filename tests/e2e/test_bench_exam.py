@@ -51,3 +51,20 @@ def test_a_compaction_event_can_be_judged_at_another_context_than_the_agents(tmp
     assert done.returncode == 3, done.stderr
     event = json.loads((tmp_path / "work" / "events.json").read_text())
     assert [(e["kind"], e["context"]) for e in event.values()] == [("claude-code", 32000)]
+
+
+def test_a_cuts_file_of_the_wrong_shape_or_an_unknown_condition_is_a_usage_error(tmp_path):
+    log = shared(CORPUS / "claude-reliability" / "python-to-rust-port.transcript.jsonl")
+    wrong = tmp_path / "events.json"
+    wrong.write_text(json.dumps({"x-98": {"file": str(log), "line": 98}}))
+    refused = bench(tmp_path / "work", "--events", str(wrong))
+    assert refused.returncode != 0 and "not a list of" in refused.stderr
+    missing = tmp_path / "cuts.json"
+    missing.write_text(json.dumps([{"file": "no/such.jsonl", "line": 3, "context": 4000}]))
+    refused = bench(tmp_path / "work", "--events", str(missing))
+    assert refused.returncode != 0 and "no/such.jsonl is not a file" in refused.stderr
+    cuts = tmp_path / "good.json"
+    cuts.write_text(json.dumps([{"file": str(log), "line": 60, "context": 8000}]))
+    refused = bench(tmp_path / "work", "--events", str(cuts), "--conditions", "default,foo")
+    assert refused.returncode == 2 and "unknown condition(s) foo" in refused.stderr and "head_tail" in refused.stderr
+    assert not (tmp_path / "work").exists()       # refused before anything is written
