@@ -108,8 +108,11 @@ def add_task_lists(lists: list[TaskList], c: Collector) -> None:
         c.add(section, "- " + clip(task.text), rank, latest.index)
 
 
+_WORD = re.compile(r"[a-z0-9_]{3,}")
+
+
 def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9_]{3,}", text.lower())}
+    return set(_WORD.findall(text.lower()))
 
 
 def _same_task(words: set[str], other: set[str]) -> bool:
