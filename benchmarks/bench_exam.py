@@ -30,7 +30,7 @@ events a run judges is what it is given: the logs (by default the shared long se
 `--events CUTS.json` (a held-out set: give it on every run of that folder).
 
     .venv/bin/python -m benchmarks.bench_exam --work WORK [LOG_OR_DIR ...] [--events CUTS.json]
-        [--conditions default,llm,...] [--questions 12]
+        [--conditions default,llm,...] [--questions 12] [--set KEY=VALUE ...]
 
 Exit status: 0 the table is written; 3 answers are needed (the files named); 2 a usage error; 1 no events.
 """
@@ -65,6 +65,7 @@ class Bench:
     work: Path
     questions: int
     conditions: tuple[str, ...]
+    settings: tuple[str, ...] = ()       # config overrides every compaction of the run gets (--set)
 
     def __post_init__(self):
         for folder in ("requests", "results", "contexts"):
@@ -76,7 +77,8 @@ class Bench:
 
     def engine(self, context_length: int, *overrides: str):
         from hermes_pipeline.components import build
-        cfg = compose_config("input.path=samples", f"model.context_length={context_length}", *overrides)
+        cfg = compose_config("input.path=samples", f"model.context_length={context_length}", *self.settings,
+                             *overrides)
         return build(cfg).engine
 
     def llm_engine(self, context_length: int):
@@ -283,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conditions", default=",".join(CONDITIONS),
                         help=f"comma-separated, of: {', '.join(CONDITIONS)}")
     parser.add_argument("--questions", type=int, default=12, help="questions per event")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override for every compaction judged (repeatable), to judge a setting: "
+                             "compression.summary_context_share=0.1; use a work folder of its own per setting")
     args = parser.parse_args(argv)
     conditions = tuple(c for c in args.conditions.split(",") if c)
     unknown = [c for c in conditions if c not in CONDITIONS]
@@ -300,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the `agent` condition needs the agent's own summary, and {', '.join(cuts)} has none (a cut of a log "
               "the agent never compacted): leave `agent` out of --conditions", file=sys.stderr)
         return 2
-    return run(Bench(args.work, args.questions, conditions), events)
+    return run(Bench(args.work, args.questions, conditions, tuple(args.set)), events)
 
 
 if __name__ == "__main__":

@@ -94,7 +94,9 @@ def budgets_from_config(cfg: DictConfig) -> Budgets:
     target = int(c.target_tokens) if c.mode == "fit" and c.target_tokens else None
     return compute_budgets(context_length=int(cfg.model.context_length), threshold=float(c.threshold),
                            target_ratio=float(c.target_ratio), hygiene_threshold=float(cfg.hygiene.threshold),
-                           token_scale=float(cfg.model.token_scale), target_tokens=target)
+                           token_scale=float(cfg.model.token_scale), target_tokens=target,
+                           summary_context_share=float(c.summary_context_share),
+                           summary_ceiling=int(c.summary_ceiling))
 
 
 def plan_settings_from_config(cfg: DictConfig) -> CompressionConfig:
@@ -131,6 +133,7 @@ def replay_settings_from_config(cfg: DictConfig, caching: CachingPolicy | None =
         prices=Prices.of(model.prices), summary_prices=sp,
         context_length=int(model.context_length), threshold=float(c.threshold), target_ratio=float(c.target_ratio),
         protect_first_n=int(c.protect_first_n), protect_last_n=int(c.protect_last_n),
+        summary_context_share=float(c.summary_context_share), summary_ceiling=int(c.summary_ceiling),
         compression=bool(c.enabled), hygiene_threshold=float(cfg.hygiene.threshold),
         caching=caching.enabled, cache_ttl=str(caching.ttl),
         prefix_tokens=int(r.prefix_tokens), warm_prefix_tokens=int(r.warm_prefix_tokens),

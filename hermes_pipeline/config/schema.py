@@ -92,6 +92,10 @@ class CompressionConfig:
     threshold: float = opt(0.50, "compact when prompt tokens >= threshold x model.context_length", range=(0.0, 1.0))
     target_ratio: float = opt(0.20, "verbatim tail budget = threshold tokens x target_ratio", range=(0.10, 0.80))
     protect_last_n: int = opt(20, "at least this many recent messages always stay verbatim", minimum=1)
+    summary_context_share: float = opt(0.05, "a summary's budget is at most this share of model.context_length "
+                                             "(and of summary_ceiling): 20% of the middle, at least 2,000 tokens",
+                                       range=(0.01, 0.5))
+    summary_ceiling: int = opt(12000, "a summary's budget is never more than this many tokens", minimum=500)
     protect_first_n: int = opt(3, "system prompt + first exchange always kept (fixed by the design)", fixed=True)
     prune_min_chars: int = opt(200, "older tool outputs longer than this are cleared outside head and tail",
                                minimum=0)

@@ -80,6 +80,8 @@ class ReplaySettings:
     target_ratio: float = CompressionConfig.target_ratio
     protect_first_n: int = CompressionConfig.protect_first_n
     protect_last_n: int = CompressionConfig.protect_last_n
+    summary_context_share: float = CompressionConfig.summary_context_share
+    summary_ceiling: int = CompressionConfig.summary_ceiling
     compression: bool = CompressionConfig.enabled
     hygiene_threshold: float = HygieneConfig.threshold
     caching: bool = True                   # prompt caching on (the run decides it from prompt_caching.enabled)
@@ -202,7 +204,8 @@ class _Replay:
         self.m, self.c, self.P, self.times, self.s = messages, counts, prefix_sums, times, settings
         self.resets, self.cold = resets, cold
         self.budgets = compute_budgets(settings.context_length, settings.threshold, settings.target_ratio,
-                                       settings.hygiene_threshold)
+                                       settings.hygiene_threshold, summary_context_share=settings.summary_context_share,
+                                       summary_ceiling=settings.summary_ceiling)
         self.ttl = TTL_SECONDS[settings.cache_ttl]
         self.system_first = bool(messages) and role(messages[0]) == "system"
         self.bill = Bill(per_request=[] if keep else None)

@@ -28,6 +28,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from hermes_pipeline import __version__
+from hermes_pipeline.config.schema import CompressionConfig
 
 STATE_DIR = ".hermes"
 # Built-in classes that moved to other modules keep, in the fingerprint, the name they had when existing
@@ -39,6 +40,10 @@ FINGERPRINT_NAMES = {
         "hermes_pipeline.summarizers.anthropic.AnthropicSummarizer",
     "hermes_pipeline.summarizers.llm.openai.OpenAISummarizer": "hermes_pipeline.summarizers.openai.OpenAISummarizer",
 }
+# options added after output trees were fingerprinted: hashed only when set to something else, so that
+# an archive compacted before they existed is not recompacted for a setting it was compacted with
+ADDED_LATER = {"compression.summary_context_share": CompressionConfig.summary_context_share,
+               "compression.summary_ceiling": CompressionConfig.summary_ceiling}
 STATE_FILE = "state.sqlite"
 
 SCHEMA = """
@@ -66,6 +71,10 @@ def config_fingerprint(cfg: DictConfig) -> str:
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict):
             node.pop(parts[-1], None)
+    for key, default in ADDED_LATER.items():
+        section, name = key.split(".")
+        if (container.get(section) or {}).get(name) == default:
+            container[section].pop(name)
     blob = json.dumps({"version": __version__, "config": _named_as_fingerprinted(container)}, sort_keys=True,
                       default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]

@@ -25,8 +25,8 @@ from hermes_pipeline.transcript import (
 
 SUMMARY_SHARE = 0.20          # summary budget = content tokens x this ...
 SUMMARY_FLOOR = 2_000         # ... at least this ...
-SUMMARY_CONTEXT_SHARE = 0.05  # ... at most context x this ...
-SUMMARY_CEILING = 12_000      # ... and never more than this
+SUMMARY_CONTEXT_SHARE = CompressionConfig.summary_context_share  # ... at most context x this ...
+SUMMARY_CEILING = CompressionConfig.summary_ceiling              # ... and never more than this
 # How far the tail may stretch (x its budget) to keep the latest user message
 # and reply: at the defaults 50K tokens, half the agent threshold, which leaves
 # room for head and summary. Past that, the request lives on in the summary.
@@ -51,9 +51,12 @@ class Budgets:
 
 
 def compute_budgets(context_length: int, threshold: float, target_ratio: float,
-                    hygiene_threshold: float, token_scale: float = 1.0, target_tokens: int | None = None) -> Budgets:
+                    hygiene_threshold: float, token_scale: float = 1.0, target_tokens: int | None = None,
+                    summary_context_share: float = SUMMARY_CONTEXT_SHARE,
+                    summary_ceiling: int = SUMMARY_CEILING) -> Budgets:
     """`target_tokens` (fit mode): what a conversation must fit instead of the safety net's share of the
-    context; its summaries are sized to it as they are to a context."""
+    context; its summaries are sized to it as they are to a context. `summary_context_share`,
+    `summary_ceiling`: compression.* (SPEC's 5% and 12,000 by default)."""
     threshold_tokens = int(context_length * threshold)
     fits_in = target_tokens or context_length
     return Budgets(
@@ -61,7 +64,7 @@ def compute_budgets(context_length: int, threshold: float, target_ratio: float,
         threshold_tokens=threshold_tokens,
         hygiene_tokens=int(context_length * hygiene_threshold),
         tail_token_budget=int(threshold_tokens * target_ratio),
-        max_summary_tokens=min(int(fits_in * SUMMARY_CONTEXT_SHARE), SUMMARY_CEILING),
+        max_summary_tokens=min(int(fits_in * summary_context_share), int(summary_ceiling)),
         fit_tokens=int((target_tokens or context_length * hygiene_threshold) / token_scale),
     )
 

@@ -68,3 +68,16 @@ def test_a_cuts_file_of_the_wrong_shape_or_an_unknown_condition_is_a_usage_error
     refused = bench(tmp_path / "work", "--events", str(cuts), "--conditions", "default,foo")
     assert refused.returncode == 2 and "unknown condition(s) foo" in refused.stderr and "head_tail" in refused.stderr
     assert not (tmp_path / "work").exists()       # refused before anything is written
+
+
+def test_a_setting_given_with_set_is_the_one_judged(tmp_path):
+    log = shared(LONG_SESSIONS / "vsla-claude-sessions" / "d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl")
+    cuts = tmp_path / "cuts.json"
+    cuts.write_text(json.dumps([{"file": str(log), "line": 242, "context": 32000}]))
+    summaries = {}
+    for name, extra in (("default", ()), ("wider", ("--set", "compression.summary_context_share=0.1"))):
+        done = bench(tmp_path / name, "--events", str(cuts), "--conditions", "embedded_summary", *extra)
+        assert done.returncode == 3, done.stderr
+        context = json.loads(next((tmp_path / name / "contexts").glob("*.embedded_summary.json")).read_text())
+        summaries[name] = context[0]["content"]
+    assert len(summaries["wider"]) > 1.5 * len(summaries["default"])      # 3,200 tokens of budget, not 1,600

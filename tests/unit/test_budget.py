@@ -30,3 +30,11 @@ def test_summary_budget_is_a_fifth_of_the_content_within_floor_and_ceiling(conte
 def test_small_context_caps_the_summary_below_the_floor():
     budgets = compute_budgets(4_000, 0.5, 0.2, 0.85)
     assert budgets.summary_tokens(50_000) == 200
+
+
+def test_the_summary_share_of_the_context_and_the_ceiling_are_settings(composed_config):
+    assert budgets_from_config(composed_config("model.context_length=32000")).max_summary_tokens == 1_600
+    wider = budgets_from_config(composed_config("model.context_length=32000", "compression.summary_context_share=0.1"))
+    assert wider.max_summary_tokens == 3_200 and wider.summary_tokens(50_000) == 3_200
+    capped = budgets_from_config(composed_config("compression.summary_ceiling=4000"))
+    assert capped.max_summary_tokens == 4_000     # 5% of 200K would be 10,000

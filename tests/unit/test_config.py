@@ -36,7 +36,8 @@ def test_spec_defaults(composed_config):
     assert OmegaConf.to_container(cfg.compression) | {} == {
         "enabled": True, "threshold": 0.5, "target_ratio": 0.2, "protect_last_n": 20, "protect_first_n": 3,
         "prune_min_chars": 200, "keep_images": 3, "max_tool_arg_chars": 1500,
-        "mode": "compact", "target_tokens": None, "target_protect_last_n": 4}
+        "mode": "compact", "target_tokens": None, "target_protect_last_n": 4,
+        "summary_context_share": 0.05, "summary_ceiling": 12000}
     assert cfg.hygiene.threshold == 0.85 and cfg.hygiene.min_messages == 4
     assert cfg.prompt_caching.cache_ttl == "5m"
     assert cfg.auxiliary.compression.model is None and cfg.auxiliary.compression.provider == "auto"
@@ -46,6 +47,7 @@ def test_spec_defaults(composed_config):
     ("compression.threshold=1.5", "compression.threshold=1.5 is out of range: must be a number in [0.0, 1.0]"),
     ("compression.target_ratio=0.05", "compression.target_ratio=0.05 is out of range: must be a number in [0.1, 0.8]"),
     ("compression.protect_last_n=0", "compression.protect_last_n=0 is out of range: must be an integer >= 1"),
+    ("compression.summary_context_share=0.9", "compression.summary_context_share=0.9 is out of range"),
     ("hygiene.threshold=-0.1", "hygiene.threshold=-0.1 is out of range"),
     ("prompt_caching.cache_ttl=10m", "prompt_caching.cache_ttl='10m' is not allowed: must be one of 5m, 1h"),
     ("compression.protect_first_n=5", "compression.protect_first_n=5 is fixed by the design"),

@@ -32,6 +32,8 @@ def test_every_schema_key_is_classified():
     (("compression.threshold=0.4",), True), (("model.context_length=32000",), True),
     (("summarizer.input=full",), True), (("summarizer.split.max_parts=4",), True),
     (("output.format=openai",), True), (("pipeline=mask_only",), True),
+    (("compression.summary_context_share=0.1",), True), (("compression.summary_ceiling=6000",), True),
+    (("compression.summary_context_share=0.05",), False),       # added later: at its default, as before it was
 ])
 def test_the_fingerprint_follows_the_marks(overrides, changed):
     base = ("input.path=samples", "summarizer=anthropic")
