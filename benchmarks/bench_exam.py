@@ -266,7 +266,8 @@ def held_out_events(path: Path) -> list[Event]:
             raise SystemExit(f"{path}: {log} is not a file (relative paths are read from {Path.cwd()})")
         found = [e for e in find_events(log) if e.line == entry["line"]]
         if found:       # a compaction event; a `context` given judges it at another context than the agent's
-            events.append(replace(found[0], context=int(entry.get("context") or found[0].context or 0) or None))
+            context = entry.get("context") or found[0].context
+            events.append(replace(found[0], context=int(context) if context else None))
         elif entry.get("context"):
             events.append(Event(log, int(entry["line"]), "cut", "", int(entry["context"])))
         else:

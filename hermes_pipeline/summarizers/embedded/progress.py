@@ -90,7 +90,7 @@ def add_task_lists(lists: list[TaskList], c: Collector) -> None:
     latest = lists[-1]
     named = {t.text for t in latest.tasks}
     done = {t.text for tl in lists for t in tl.tasks if t.status in ("completed", "done")}
-    later_words = [_words(t.text) for t in latest.tasks]
+    said = [_words(t.text) for t in latest.tasks]     # the latest list's items, then the ones said left open
     for older in lists[:-1]:
         for task in older.tasks:
             if task.text in named:
@@ -98,9 +98,9 @@ def add_task_lists(lists: list[TaskList], c: Collector) -> None:
             if task.status in ("completed", "done"):
                 named.add(task.text)
                 c.add("### Done", "- " + clip(task.text), USEFUL, older.index)
-            elif task.text not in done and not any(_same_task(_words(task.text), w) for w in later_words):
+            elif task.text not in done and not any(_same_task(_words(task.text), w) for w in said):
                 # an item a newer list dropped without doing it: still owed, unless the newer list reworded it
-                later_words.append(_words(task.text))
+                said.append(_words(task.text))
                 c.add("## Next Steps", "- Left open in an earlier plan: " + clip(task.text), RECENT, older.index)
     for task in latest.tasks:
         section = _STATUS_SECTION.get(task.status, "## Next Steps")
