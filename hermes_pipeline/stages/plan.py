@@ -23,10 +23,15 @@ from hermes_pipeline.transcript import (
     visible_role,
 )
 
+# The summary budget, as Hermes computes it (agent/context_compressor.py, _compute_summary_budget):
+# max(floor, min(content x share, context x context share, ceiling)): the floor wins over the context's
+# share, which only happens below 40K contexts (Hermes itself needs 64K). There the floor is at most the
+# verbatim tail's budget, so that at 8K and under a summary never crowds out the tail the agent resumes from.
 SUMMARY_SHARE = 0.20          # summary budget = content tokens x this ...
-SUMMARY_FLOOR = 2_000         # ... at least this ...
 SUMMARY_CONTEXT_SHARE = CompressionConfig.summary_context_share  # ... at most context x this ...
-SUMMARY_CEILING = CompressionConfig.summary_ceiling              # ... and never more than this
+SUMMARY_CEILING = CompressionConfig.summary_ceiling              # ... and never more than this ...
+SUMMARY_FLOOR = 2_000         # ... but at least this (at most the tail's budget and the ceiling; in fit
+                              # mode at most the target's share: the rule as it was before Hermes' order)
 # How far the tail may stretch (x its budget) to keep the latest user message
 # and reply: at the defaults 50K tokens, half the agent threshold, which leaves
 # room for head and summary. Past that, the request lives on in the summary.
@@ -39,15 +44,15 @@ class Budgets:
     threshold_tokens: int       # the agent layer fires at or above this
     hygiene_tokens: int         # the safety-net layer fires at or above this
     tail_token_budget: int      # tokens of recent messages kept verbatim
-    max_summary_tokens: int
+    max_summary_tokens: int     # context x summary_context_share, at most summary_ceiling
+    summary_floor: int = SUMMARY_FLOOR   # the least a summary is given, whatever the two above say
     # the most cl100k tokens a written conversation may hold: the safety net's share of the context in
     # the model's own tokens (cl100k x model.token_scale); 0: not checked (engine/context_fit.py)
     fit_tokens: int = 0
 
     def summary_tokens(self, content_tokens: int) -> int:
         """Target size of a summary of `content_tokens` tokens of middle."""
-        wanted = max(int(content_tokens * SUMMARY_SHARE), SUMMARY_FLOOR)
-        return min(wanted, self.max_summary_tokens)
+        return max(min(int(content_tokens * SUMMARY_SHARE), self.max_summary_tokens), self.summary_floor)
 
 
 def compute_budgets(context_length: int, threshold: float, target_ratio: float,
@@ -58,13 +63,18 @@ def compute_budgets(context_length: int, threshold: float, target_ratio: float,
     context; its summaries are sized to it as they are to a context. `summary_context_share`,
     `summary_ceiling`: compression.* (SPEC's 5% and 12,000 by default)."""
     threshold_tokens = int(context_length * threshold)
+    tail_token_budget = int(threshold_tokens * target_ratio)
     fits_in = target_tokens or context_length
+    max_summary_tokens = min(int(fits_in * summary_context_share), int(summary_ceiling))
+    # fit mode summarizes the fewest turns that reach the target: its summary stays within the target's share
+    floor_room = max_summary_tokens if target_tokens else min(tail_token_budget, int(summary_ceiling))
     return Budgets(
         context_length=context_length,
         threshold_tokens=threshold_tokens,
         hygiene_tokens=int(context_length * hygiene_threshold),
-        tail_token_budget=int(threshold_tokens * target_ratio),
-        max_summary_tokens=min(int(fits_in * summary_context_share), int(summary_ceiling)),
+        tail_token_budget=tail_token_budget,
+        max_summary_tokens=max_summary_tokens,
+        summary_floor=min(SUMMARY_FLOOR, floor_room),
         fit_tokens=int((target_tokens or context_length * hygiene_threshold) / token_scale),
     )
 

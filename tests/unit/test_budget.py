@@ -27,14 +27,29 @@ def test_summary_budget_is_a_fifth_of_the_content_within_floor_and_ceiling(conte
     assert compute_budgets(200_000, 0.5, 0.2, 0.85).summary_tokens(content_tokens) == expected
 
 
-def test_small_context_caps_the_summary_below_the_floor():
-    budgets = compute_budgets(4_000, 0.5, 0.2, 0.85)
-    assert budgets.summary_tokens(50_000) == 200
+def test_the_floor_wins_over_a_small_context_s_share_as_in_hermes():
+    # Hermes: max(2,000, min(content / 5, 5% of the context, ceiling)); 5% of 32K is 1,600
+    assert compute_budgets(32_000, 0.5, 0.2, 0.85).summary_tokens(50_000) == 2_000
+    assert compute_budgets(32_000, 0.5, 0.2, 0.85).summary_tokens(1_000) == 2_000
+
+
+@pytest.mark.parametrize("context, expected", [(4_000, 400), (12_000, 1_200), (16_000, 1_600)])
+def test_below_that_the_floor_is_the_verbatim_tail_s_budget(context, expected):
+    budgets = compute_budgets(context, 0.5, 0.2, 0.85)
+    assert budgets.tail_token_budget == expected          # half the context x a fifth
+    assert budgets.summary_tokens(50_000) == expected     # 5% of the context would be less
+    assert budgets.summary_tokens(500) == expected
+
+
+def test_a_ceiling_below_the_floor_caps_it():
+    budgets = compute_budgets(200_000, 0.5, 0.2, 0.85, summary_ceiling=500)
+    assert budgets.summary_tokens(1_000) == 500 and budgets.summary_tokens(500_000) == 500
 
 
 def test_the_summary_share_of_the_context_and_the_ceiling_are_settings(composed_config):
     assert budgets_from_config(composed_config("model.context_length=32000")).max_summary_tokens == 1_600
     wider = budgets_from_config(composed_config("model.context_length=32000", "compression.summary_context_share=0.1"))
     assert wider.max_summary_tokens == 3_200 and wider.summary_tokens(50_000) == 3_200
+    assert budgets_from_config(composed_config("model.context_length=64000")).summary_tokens(50_000) == 3_200
     capped = budgets_from_config(composed_config("compression.summary_ceiling=4000"))
     assert capped.max_summary_tokens == 4_000     # 5% of 200K would be 10,000

@@ -28,7 +28,8 @@ def compacted_at(conversation, context: int):
 
 def test_a_larger_context_keeps_more_and_the_score_says_so(port):
     # the probes' score was 1.0 at each of these; a sweep over the context could not tell them apart
-    scores = [compacted_at(port, context).outcome.quality["score"] for context in (8000, 16000, 32000)]
+    # (past 12K this session's summary is no longer cut by its budget: a fifth of its middle fits)
+    scores = [compacted_at(port, context).outcome.quality["score"] for context in (4000, 8000, 16000)]
     assert scores == sorted(scores) and scores[0] < scores[-1] < 1.0, scores
     assert scores[-1] - scores[0] > 0.1
 
