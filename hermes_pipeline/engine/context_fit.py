@@ -9,6 +9,8 @@ which the safety net would compact it again on the next turn.
 Before the stages run, the plan's output is predicted: head and tail counted
 exactly as prune will leave them, plus the summary's budget and its wrapper.
 While the prediction is over the limit, the plan is shrunk, in this order:
+0. what the summary's floor added over the context's share of it (at contexts
+   under 40K, stages/plan.py) is taken back first: it is the last thing given;
 1. old messages in the head and the tail are pruned as the middle is (tool
    outputs cleared, long tool-call arguments shortened), oldest first, never in
    the last exchange (the latest user message and the last 3 messages, as an
@@ -149,18 +151,29 @@ class Fitter:
         predicted = self.predict(plan)
         if predicted <= budget:
             return Fitting(plan, predicted, actions)
+        plan, predicted = self._cut_summary(plan, predicted, budget, plan.budgets.max_summary_tokens, actions)
+        if predicted <= budget:
+            return Fitting(plan, predicted, +actions)
         plan, predicted = self._prune(plan, budget)
         if predicted > budget:
             plan, predicted, actions["fit_tail_lowered"] = self._lower_tail(plan, budget)
         if predicted > budget:
             plan, predicted = self._shorten(plan, budget)
-        if predicted > budget and plan.middle and self.summarizes:
-            cut = min(predicted - budget, plan.summary_tokens - MIN_SUMMARY_TOKENS)
-            if cut > 0:
-                plan = replace(plan, summary_budget=plan.summary_tokens - cut)
-                predicted = self.predict(plan)
-                actions["fit_summary_budget_cut"] = cut
+        if predicted > budget:
+            plan, predicted = self._cut_summary(plan, predicted, budget, MIN_SUMMARY_TOKENS, actions)
         return Fitting(plan, predicted, +actions)
+
+    def _cut_summary(self, plan: Plan, predicted: int, budget: int, down_to: int,
+                     actions: Counter) -> tuple[Plan, int]:
+        """The summary's budget lowered by what is over, not below `down_to`."""
+        if not (plan.middle and self.summarizes):
+            return plan, predicted
+        cut = min(predicted - budget, plan.summary_tokens - down_to)
+        if cut <= 0:
+            return plan, predicted
+        actions["fit_summary_budget_cut"] += cut
+        plan = replace(plan, summary_budget=plan.summary_tokens - cut)
+        return plan, self.predict(plan)
 
     def _prune(self, plan: Plan, budget: int) -> tuple[Plan, int]:
         """Prune old head and tail messages as the middle is, oldest first, until the prediction fits."""
@@ -194,7 +207,8 @@ class Fitter:
             if not isinstance(lowered, Plan) or lowered.tail_start <= best.tail_start:
                 continue            # the summary role widened it back: no shorter than what we have
             kept = set(self.kept(lowered))
-            lowered = replace(lowered, pruned=frozenset(i for i in plan.pruned if i in kept))
+            cut_budget = None if plan.summary_budget is None else min(plan.summary_budget, lowered.summary_tokens)
+            lowered = replace(lowered, pruned=frozenset(i for i in plan.pruned if i in kept), summary_budget=cut_budget)
             best, best_predicted = lowered, self.predict(lowered)
             if best_predicted <= budget:
                 break

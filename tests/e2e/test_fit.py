@@ -66,6 +66,34 @@ def test_the_limit_is_the_safety_net_share_in_the_models_tokens():
     assert engine_for(context_length=16000, **{"model.token_scale": 1.0}).budgets.fit_tokens == 13600
 
 
+def test_what_the_summary_floor_adds_is_taken_back_first():
+    """Step 0: at 8K the floor gives a summary 800 tokens where 5% of the context is 400. An output over the limit
+    by less than that difference gets a smaller summary and loses nothing else: no tail lowered, nothing cleared."""
+    engine = engine_for(context_length=8000, protect_last_n=4)
+    budgets = engine.budgets
+    assert (budgets.max_summary_tokens, budgets.summary_floor) == (400, 800)
+    head = [system(), user("write the report"), assistant("ok")]
+    middle = [*chatter(20, size=300), user("look at the log"), calls(("l", "shell", {"cmd": "cat run.log"})),
+              result("l", words(800, "log")), *chatter(2, size=300)]
+
+    def conversation(reply_tokens):
+        return [*head, *middle, user("the final report please"), assistant(words(reply_tokens, "report"))]
+
+    def predicted(messages):
+        return engine.fitter.predict(make_plan("c", messages, COUNT.count_messages(messages), budgets,
+                                               engine.services.settings))
+
+    messages = conversation(engine.fitter.limit - predicted(conversation(0)) + 200)
+    assert engine.fitter.limit < predicted(messages) <= engine.fitter.limit + 300
+    compaction = engine.compress(Conversation("c", messages, "test:1"))
+    assert_fits(engine, compaction, messages)
+    stats = compaction.outcome.stats
+    assert 150 <= stats["fit_summary_budget_cut"] <= 400
+    assert not any(k.startswith("fit_") and k not in ("fit_summary_budget_cut", "fit_passes") for k in stats), stats
+    assert 400 <= compaction.outcome.summary_tokens <= 800 - stats["fit_summary_budget_cut"]
+    assert plain(compaction.messages)[-4:] == plain(messages[-4:])      # the tail as it was
+
+
 def test_old_head_tool_outputs_are_cleared_first():
     """Step 1: a huge file read in the head goes; nothing else is needed, so nothing else changes."""
     messages = [system(), user("read the spec"), calls(("r1", "read", {"path": "SPEC.md"})),
