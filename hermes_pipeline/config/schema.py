@@ -93,10 +93,10 @@ class CompressionConfig:
     target_ratio: float = opt(0.20, "verbatim tail budget = threshold tokens x target_ratio", range=(0.10, 0.80))
     protect_last_n: int = opt(20, "at least this many recent messages always stay verbatim", minimum=1)
     summary_context_share: float = opt(0.05, "a summary's budget (a fifth of the middle) is at most this share of "
-                                             "model.context_length, but at least 2,000 tokens (or the tail's "
-                                             "budget, if smaller), and never over summary_ceiling",
+                                             "model.context_length, but at least 2,000 tokens (or 10% of the "
+                                             "context, if smaller), and never over summary_ceiling",
                                        range=(0.01, 0.5))
-    summary_ceiling: int = opt(12000, "a summary's budget is never more than this many tokens", minimum=500)
+    summary_ceiling: int = opt(12000, "a summary's budget is never more than this many tokens", minimum=200)
     protect_first_n: int = opt(3, "system prompt + first exchange always kept (fixed by the design)", fixed=True)
     prune_min_chars: int = opt(200, "older tool outputs longer than this are cleared outside head and tail",
                                minimum=0)
@@ -195,7 +195,7 @@ class ReplayConfig:
     prefix_tokens: int = opt(0, "system prompt + tool definitions the stored transcript does not hold", minimum=0)
     warm_prefix_tokens: int = opt(0, "of which already cached when a conversation starts", minimum=0)
     summary_tokens: int = opt(0, "0: each summary is its budget (a fifth of the middle within "
-                                 "compression.summary_context_share, at least 2,000 tokens or the tail's budget, "
+                                 "compression.summary_context_share, at least 2,000 tokens or 10% of the context, "
                                  "at most summary_ceiling); N: every "
                                  "summary is N tokens", minimum=0)
 

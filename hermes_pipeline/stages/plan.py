@@ -25,13 +25,15 @@ from hermes_pipeline.transcript import (
 
 # The summary budget, as Hermes computes it (agent/context_compressor.py, _compute_summary_budget):
 # max(floor, min(content x share, context x context share, ceiling)): the floor wins over the context's
-# share, which only happens below 40K contexts (Hermes itself needs 64K). There the floor is at most the
-# verbatim tail's budget, so that at 8K and under a summary never crowds out the tail the agent resumes from.
+# share, which only happens below 40K contexts (Hermes itself needs 64K). There the floor is at most a tenth
+# of the context (the verbatim tail's budget at the default threshold and target_ratio), so that at 8K and
+# under a summary does not crowd out the tail, and a larger tail (target_ratio) does not enlarge it.
 SUMMARY_SHARE = 0.20          # summary budget = content tokens x this ...
 SUMMARY_CONTEXT_SHARE = CompressionConfig.summary_context_share  # ... at most context x this ...
 SUMMARY_CEILING = CompressionConfig.summary_ceiling              # ... and never more than this ...
-SUMMARY_FLOOR = 2_000         # ... but at least this (at most the tail's budget and the ceiling; in fit
-                              # mode at most the target's share: the rule as it was before Hermes' order)
+SUMMARY_FLOOR = 2_000         # ... but at least this (at most the ceiling and a tenth of the context; in
+                              # fit mode at most the target's share: the rule as it was before Hermes' order)
+SUMMARY_FLOOR_CONTEXT_SHARE = 0.10
 # How far the tail may stretch (x its budget) to keep the latest user message
 # and reply: at the defaults 50K tokens, half the agent threshold, which leaves
 # room for head and summary. Past that, the request lives on in the summary.
@@ -67,7 +69,8 @@ def compute_budgets(context_length: int, threshold: float, target_ratio: float,
     fits_in = target_tokens or context_length
     max_summary_tokens = min(int(fits_in * summary_context_share), int(summary_ceiling))
     # fit mode summarizes the fewest turns that reach the target: its summary stays within the target's share
-    floor_room = max_summary_tokens if target_tokens else min(tail_token_budget, int(summary_ceiling))
+    floor_room = max_summary_tokens if target_tokens else \
+        min(int(context_length * SUMMARY_FLOOR_CONTEXT_SHARE), int(summary_ceiling))
     return Budgets(
         context_length=context_length,
         threshold_tokens=threshold_tokens,

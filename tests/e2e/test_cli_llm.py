@@ -495,8 +495,8 @@ def test_an_incremental_run_tries_fallbacks_again_and_keeps_good_summaries(input
 
 
 def test_a_model_summary_that_fills_its_budget_still_gets_an_artifact_trail(fake, tmp_path):
-    """At 12K with a tail budget of 600 the summary budget is 600 tokens (the floor is at most the tail's
-    budget, 5% of the context is 600) and the fake model writes about all of them: the guard
+    """At 12K with compression.summary_ceiling=600 the summary budget is 600 tokens (5% of the context; the floor
+    would give it 1,200) and the fake model writes about all of them: the guard
     still names what it missed, within TRAIL_ROOM of the budget beyond the model's text."""
     from hermes_pipeline.stages.summarize import TRAIL_ROOM
     from hermes_pipeline.tokens import TokenCounter
@@ -504,10 +504,10 @@ def test_a_model_summary_that_fills_its_budget_still_gets_an_artifact_trail(fake
     session = shared(LONG_SESSIONS / "vsla-claude-sessions" / "9034225e-c367-4ab6-b1eb-1f478a7ae27a.jsonl")
     # every tool output sent whole: the fake model's summary, built from what it reads, fills the budget
     result = llm_cli(tmp_path / "run", "anthropic", fake, session, "model.context_length=12000",
-                     "compression.target_ratio=0.1", "summarizer.input=full")
+                     "compression.summary_ceiling=600", "summarizer.input=full")
     assert result.returncode == 0, result.stderr
     [row] = read_jsonl(tmp_path / "run" / "manifest.jsonl")
-    counter, budget = TokenCounter(), 600      # max(min(12000 x 0.05, 12000), min(2000, 6000 x 0.1))
+    counter, budget = TokenCounter(), 600      # the ceiling: max(min(12000 x 0.05, 600), min(2000, 1200, 600))
     model_text = summarize_request(fake.requests[-1]["body"], "anthropic")
     assert counter.count_text(model_text) >= 0.9 * budget                  # the model left little room
     assert row["stats"]["artifact_trail_items_added"] >= 2

@@ -215,8 +215,8 @@ def test_observation_masking_alone_fits_too():
 
 
 def test_a_model_summary_longer_than_its_budget_gets_a_second_pass(monkeypatch):
-    """The fake provider's summary ignores the 200-token budget of a 4K context (a tail budget of 200 makes the
-    summary's floor 200 too). The conversation is sized so
+    """The fake provider's summary ignores a 200-token budget at a 4K context (compression.summary_ceiling=200;
+    the floor would give it 400). The conversation is sized so
     that the first plan is predicted to fit with nothing cleared: its output is over the limit, the second pass
     clears the file read in the head, and both summary calls are billed."""
     monkeypatch.setenv("OPENAI_API_KEY", "fake-key")
@@ -231,7 +231,7 @@ def test_a_model_summary_longer_than_its_budget_gets_a_second_pass(monkeypatch):
 
     with FakeProvider() as fake:
         engine = engine_for(context_length=4000, protect_last_n=20, summarizer="openai",
-                            **{"compression.target_ratio": 0.1, "auxiliary.compression.base_url": fake.openai_base_url,
+                            **{"compression.summary_ceiling": 200, "auxiliary.compression.base_url": fake.openai_base_url,
                                "summarizer.cache.enabled": "false"})
 
         def first_plan(messages):

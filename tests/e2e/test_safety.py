@@ -20,8 +20,8 @@ from hermes_pipeline.testing.fake_provider import FakeProvider
 from hermes_pipeline.transcript import is_summary_message, message_text
 from testkit.env import read_jsonl, run_cli
 
-# a 200-token summary (the floor is at most the tail's budget): it can quote only some of the credential turns
-SMALL = ("model.context_length=4000", "compression.protect_last_n=4", "compression.target_ratio=0.1")
+# a 200-token summary (the floor would give it 400): it can quote only some of the credential turns
+SMALL = ("model.context_length=4000", "compression.protect_last_n=4", "compression.summary_ceiling=200")
 FAKE_KEY = "hermesFAKEKEYsafety0a1b2c3d4e5f"
 PEM_BODY = ("MIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\n"
             "aFDrBz9vFqU4yX2ZbHkqcBnAxY6kFhLmHDQ8uLWw5k8Vd7XbGqC4aJqz5xN3mRtY\n"

@@ -12,11 +12,10 @@ from testkit.env import ROOT, read_jsonl, run_cli, run_module
 SAMPLE = ROOT / "samples" / "tau-bench-airline.jsonl"
 # Turns further apart than either TTL: no cached prefix survives between requests, so a
 # smaller prompt is a cheaper one. With warm caches (the default 30 s) the summary calls and
-# the rewrites after each compaction cost more than a 4K context saves (see docs/sweeps.md). A tail budget of a
-# tenth of the threshold keeps the summaries at 160-240 tokens (their floor is at most the tail's budget): with the
-# default fifth, 320-480-token summaries are rewritten at every compaction and cost about what they save here.
+# the rewrites after each compaction cost more than a 4K context saves (see docs/sweeps.md). 200-token
+# summaries: with the floor's 400 (10% of 4K) each compaction rewrites more and costs about what it saves here.
 SMALL = [f"input={SAMPLE}", "model.context_length=4000", "compression.protect_last_n=4", "replay.turn_gap_s=3700",
-         "compression.target_ratio=0.1"]
+         "compression.summary_ceiling=200"]
 TIMING = ("seconds", "wall_seconds", "process_cpu_seconds", "mb_per_second", "conversations_per_second")
 
 

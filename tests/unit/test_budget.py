@@ -34,11 +34,13 @@ def test_the_floor_wins_over_a_small_context_s_share_as_in_hermes():
 
 
 @pytest.mark.parametrize("context, expected", [(4_000, 400), (12_000, 1_200), (16_000, 1_600)])
-def test_below_that_the_floor_is_the_verbatim_tail_s_budget(context, expected):
+def test_below_that_the_floor_is_a_tenth_of_the_context(context, expected):
     budgets = compute_budgets(context, 0.5, 0.2, 0.85)
-    assert budgets.tail_token_budget == expected          # half the context x a fifth
-    assert budgets.summary_tokens(50_000) == expected     # 5% of the context would be less
+    assert budgets.summary_tokens(50_000) == expected     # 5% of the context would be half that
     assert budgets.summary_tokens(500) == expected
+    assert budgets.tail_token_budget == expected          # at the defaults the tail's budget: never larger than it
+    # a larger tail or threshold leaves it as it is
+    assert compute_budgets(context, 0.7, 0.3, 0.85).summary_tokens(50_000) == expected
 
 
 def test_a_ceiling_below_the_floor_caps_it():

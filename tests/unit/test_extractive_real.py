@@ -123,9 +123,9 @@ def test_done_and_next_steps_agree(results):
 
 
 def test_a_tiny_budget_still_names_the_files_and_never_doubles_bullets():
-    """The Rust port at context 4000 with a 200-token tail budget (a 200-token summary: the floor is at most the
-    tail's budget): the written files come before everything else."""
-    engine = make_engine(4000, "compression.protect_last_n=4", "compression.target_ratio=0.1")
+    """The Rust port at context 4000 with a 200-token summary (compression.summary_ceiling=200): the written
+    files come before everything else."""
+    engine = make_engine(4000, "compression.protect_last_n=4", "compression.summary_ceiling=200")
     (path,) = [p for p in FILES if p.name.startswith("python-to-rust-port")]
     (conversation,) = read_conversations(path)
     result = measure(engine, conversation)
